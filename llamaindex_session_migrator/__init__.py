@@ -1,0 +1,1 @@
+"""LlamaIndex adapter for session-migrator."""

@@ -1,0 +1,129 @@
+"""The exception tree. Every error the library raises on purpose derives from one root.
+
+    SessionMigratorError
+    ├── InvalidMessageError      a message is malformed (index and field named)
+    ├── UnknownModelError        a model name has no known window (close matches attached)
+    ├── BudgetError              the budget cannot hold even the minimum result
+    ├── SummarizerError          a summarizer failed (callers fall back to trim)
+    ├── StoreError               a store operation failed
+    │   ├── SessionNotFoundError
+    │   └── ConflictError        a write lost a race (e.g. a summary revision changed)
+    ├── ImportFormatError        a session file cannot be read
+    └── MissingDependencyError   an optional extra is not installed (install command attached)
+
+Each carries structured fields and a message that says what happened and how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "BudgetError",
+    "ConflictError",
+    "ImportFormatError",
+    "InvalidMessageError",
+    "MissingDependencyError",
+    "SessionMigratorError",
+    "SessionNotFoundError",
+    "StoreError",
+    "SummarizerError",
+    "UnknownModelError",
+]
+
+
+class SessionMigratorError(Exception):
+    """Root of every error this library raises on purpose."""
+
+
+class InvalidMessageError(SessionMigratorError, ValueError):
+    """A message is malformed. ``index`` and ``field`` point at the offending spot."""
+
+    def __init__(self, reason: str, *, index: int | None = None, field: str | None = None) -> None:
+        self.reason = reason
+        self.index = index
+        self.field = field
+        where = []
+        if index is not None:
+            where.append(f"message {index}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        prefix = f"{', '.join(where)}: " if where else ""
+        super().__init__(f"{prefix}{reason}")
+
+
+class UnknownModelError(SessionMigratorError, LookupError):
+    """No context window is known for ``model``. ``suggestions`` holds close known names."""
+
+    def __init__(self, model: str, suggestions: Sequence[str] = ()) -> None:
+        self.model = model
+        self.suggestions = tuple(suggestions)
+        hint = f" Did you mean {', '.join(repr(s) for s in self.suggestions)}?" if suggestions else ""
+        super().__init__(
+            f"Unknown model {model!r}: no context window is known for it.{hint} "
+            "Pass the window explicitly (context_window=...), register it with "
+            f"session_migrator.register_model({model!r}, context_window=..., max_output_tokens=...), "
+            "or add it to the JSON/TOML file named by SESSION_MIGRATOR_MODELS."
+        )
+
+    def __reduce__(self) -> tuple[type[UnknownModelError], tuple[str, tuple[str, ...]]]:
+        return (type(self), (self.model, self.suggestions))
+
+
+class BudgetError(SessionMigratorError, ValueError):
+    """The token budget is too small to hold even the minimum valid result."""
+
+    def __init__(self, message: str, *, budget: int, needed: int) -> None:
+        self.budget = budget
+        self.needed = needed
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_budget_error, (str(self), self.budget, self.needed))
+
+
+def _rebuild_budget_error(message: str, budget: int, needed: int) -> BudgetError:
+    return BudgetError(message, budget=budget, needed=needed)
+
+
+class SummarizerError(SessionMigratorError, RuntimeError):
+    """A summarizer failed: network error, HTTP error, timeout, malformed or over-long reply."""
+
+
+class StoreError(SessionMigratorError, RuntimeError):
+    """A session store operation failed."""
+
+
+class SessionNotFoundError(StoreError, LookupError):
+    """No session with ``session_id`` exists in the store."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"No session {session_id!r} in this store. List the sessions with "
+            "`session-migrator sessions list` or append messages to create it."
+        )
+
+    def __reduce__(self) -> tuple[type[SessionNotFoundError], tuple[str]]:
+        return (type(self), (self.session_id,))
+
+
+class ConflictError(StoreError):
+    """A concurrent writer changed the record first (e.g. a summary revision moved on)."""
+
+
+class ImportFormatError(SessionMigratorError, ValueError):
+    """A session file (Codex, Claude Code, OpenAI JSON) cannot be read."""
+
+
+class MissingDependencyError(SessionMigratorError, ImportError):
+    """An optional extra is needed. ``install`` is the command that fixes it."""
+
+    def __init__(self, feature: str, extra: str) -> None:
+        self.feature = feature
+        self.extra = extra
+        self.install = f"pip install 'session-migrator[{extra}]'"
+        super().__init__(f"{feature} needs the optional extra [{extra}]: {self.install}")
+
+    def __reduce__(self) -> tuple[type[MissingDependencyError], tuple[str, str]]:
+        return (type(self), (self.feature, self.extra))

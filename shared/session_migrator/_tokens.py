@@ -1,0 +1,387 @@
+"""Token counting: exact for OpenAI encodings, estimated (and flagged) for everything else.
+
+Message accounting follows the OpenAI chat format: every message costs
+:data:`TOKENS_PER_MESSAGE` plus its content, a ``name`` costs :data:`TOKENS_PER_NAME` more, and
+a list of messages costs :data:`REPLY_PRIMING` for the assistant reply that follows. Tool calls
+count their name and arguments plus :data:`TOKENS_PER_TOOL_CALL`; a tool result counts its content
+and its call id. An image part counts :data:`IMAGE_TOKENS` (:data:`IMAGE_TOKENS_LOW` with
+``detail: low``), the cost of a 1024x1024 high-detail image on gpt-4o.
+
+Other tokenizer families are estimated as the o200k count times a conservative multiplier,
+the largest ratio measured over prose, licence text, code, JSON and Chinese samples (see
+:data:`FAMILY_MULTIPLIERS`). When no o200k encoding file can be found offline, text is estimated
+as one token per three ASCII characters plus one per other character (over-counting on every
+measured sample), and a :class:`EstimateWarning` is issued once.
+
+Counts are cached per message and counter: on the message object itself, and by the message's
+content fingerprint, so counting a session again after one new message tokenizes only that one.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from session_migrator._encodings import ENCODINGS, get_encoding
+from session_migrator._messages import Message
+
+__all__ = [
+    "FAMILY_MULTIPLIERS",
+    "EstimateWarning",
+    "EstimatingCounter",
+    "TiktokenCounter",
+    "TokenCount",
+    "TokenCounter",
+    "calibrate",
+    "calibration_factor",
+    "counter_for",
+]
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+TOKENS_PER_TOOL_CALL = 3
+REPLY_PRIMING = 3
+IMAGE_TOKENS = 765
+IMAGE_TOKENS_LOW = 85
+
+#: Conservative o200k multipliers per tokenizer family (the largest measured ratio, rounded up;
+#: source: shared tokenizer_ratios.csv, measured with each tokenizer's own package).
+FAMILY_MULTIPLIERS: Mapping[str, float] = {
+    "claude": 1.43,  # Claude 3 - 4.6 (legacy SDK tokenizer: 0.98-1.43 of o200k)
+    "claude-4.7": 1.63,  # Claude Opus 4.7 and later (new tokenizer: 1.46-1.63)
+    "gemini": 1.20,  # no public tokenizer; count endpoints show about 1.15
+    "mistral": 1.24,  # tekken (0.99-1.24)
+    "mistral-spm": 1.42,  # SentencePiece v3 (1.15-1.42)
+    "qwen": 1.19,  # Qwen 3.5/3.6 (0.68-1.19)
+    "deepseek": 1.09,  # DeepSeek V4 (0.69-1.09)
+    "llama": 1.05,  # Llama 3 (0.99-1.05)
+    "other": 1.45,  # unknown tokenizer: the most conservative of the above, plus a little
+}
+
+_CACHE_LIMIT = 500_000
+
+
+class EstimateWarning(UserWarning):
+    """Counts are estimated because no exact tokenizer is available."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    """A count and whether it is exact (``False`` means an estimate)."""
+
+    tokens: int
+    exact: bool
+    counter: str
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens for one model family.
+
+    ``name`` identifies the counting rule (it keys the caches: two counters with the same name
+    must give the same counts); ``exact`` says whether counts are exact.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def exact(self) -> bool: ...
+
+    def count_text(self, text: str) -> int: ...
+
+    def count_message(self, message: Message) -> int: ...
+
+    def count_messages(self, messages: Sequence[Message]) -> int: ...
+
+
+class BaseCounter:
+    """Message accounting and caching on top of :meth:`count_text`; subclasses count text."""
+
+    _name: str
+    _exact: bool
+
+    def __init__(self) -> None:
+        self._by_fingerprint: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def exact(self) -> bool:
+        return self._exact
+
+    def count_text(self, text: str) -> int:
+        raise NotImplementedError
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        """Counts of many texts (subclasses may batch)."""
+        return [self.count_text(t) for t in texts]
+
+    def _uncached_message(self, message: Message) -> int:
+        tokens = TOKENS_PER_MESSAGE
+        if message.name:
+            tokens += TOKENS_PER_NAME + self.count_text(message.name)
+        if isinstance(message.content, str):
+            tokens += self.count_text(message.content) if message.content else 0
+        else:
+            for part in message.content:
+                if part.type == "image":
+                    detail = _image_detail(part.data)
+                    tokens += IMAGE_TOKENS_LOW if detail == "low" else IMAGE_TOKENS
+                elif part.text:
+                    tokens += self.count_text(part.text)
+                else:
+                    tokens += self.count_text(str(dict(part.data)))
+        for call in message.tool_calls:
+            tokens += TOKENS_PER_TOOL_CALL + self.count_text(call.name)
+            tokens += self.count_text(call.arguments)
+        if message.tool_call_id:
+            tokens += self.count_text(message.tool_call_id)
+        return tokens
+
+    def cached(self, message: Message) -> int | None:
+        """The cached count of ``message``, or ``None`` (never tokenizes)."""
+        memo = message.__dict__.get("_token_counts")
+        if memo is not None:
+            hit = memo.get(self._name)
+            if hit is not None:
+                return int(hit)
+        hit = self._by_fingerprint.get(message.fingerprint())
+        if hit is not None:
+            self._remember(message, hit)
+        return hit
+
+    def prime(self, counts: Mapping[Message, int]) -> None:
+        """Seed the cache with known counts (e.g. read back from a store)."""
+        for message, tokens in counts.items():
+            self._remember(message, tokens)
+            self._by_fingerprint[message.fingerprint()] = tokens
+
+    def _remember(self, message: Message, tokens: int) -> None:
+        memo = message.__dict__.get("_token_counts")
+        if memo is None:
+            memo = message.__dict__["_token_counts"] = {}
+        memo[self._name] = tokens
+
+    def count_message(self, message: Message) -> int:
+        """Tokens of one message, with its chat-format overhead; cached."""
+        memo = message.__dict__.get("_token_counts")
+        if memo is not None:
+            hit = memo.get(self._name)
+            if hit is not None:
+                return int(hit)
+        fp = message.fingerprint()
+        tokens = self._by_fingerprint.get(fp)
+        if tokens is None:
+            tokens = self._uncached_message(message)
+            if len(self._by_fingerprint) >= _CACHE_LIMIT:
+                with self._lock:
+                    self._by_fingerprint.clear()
+            self._by_fingerprint[fp] = tokens
+        self._remember(message, tokens)
+        return tokens
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        """Tokens of a list of messages, including the reply priming."""
+        return REPLY_PRIMING + sum(self.count_message(m) for m in messages)
+
+    def count(self, messages: Sequence[Message]) -> TokenCount:
+        """:meth:`count_messages` with the exactness flag."""
+        return TokenCount(self.count_messages(messages), self._exact, self._name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._name!r}, exact={self._exact})"
+
+
+def _image_detail(data: Mapping[str, object]) -> str | None:
+    image = data.get("image_url")
+    if isinstance(image, Mapping):
+        detail = image.get("detail")
+        return detail if isinstance(detail, str) else None
+    detail = data.get("detail")
+    return detail if isinstance(detail, str) else None
+
+
+def heuristic_tokens(text: str) -> int:
+    """A conservative estimate without any tokenizer: ASCII chars / 3 + one per other char."""
+    if text.isascii():
+        return math.ceil(len(text) / 3)
+    ascii_chars = sum(1 for ch in text if ch < "\x80")
+    return math.ceil(ascii_chars / 3) + (len(text) - ascii_chars)
+
+
+class TiktokenCounter(BaseCounter):
+    """Exact counts with a tiktoken encoding (``o200k_base`` or ``cl100k_base``), offline.
+
+    >>> TiktokenCounter("o200k_base").count_text("hello world")
+    2
+    """
+
+    def __init__(self, encoding: str = "o200k_base") -> None:
+        super().__init__()
+        enc = get_encoding(encoding)
+        if enc is None:
+            raise LookupError(
+                f"no local copy of the {encoding} encoding; install llama-index-core or set "
+                "TIKTOKEN_CACHE_DIR to a folder holding tiktoken's cached files"
+            )
+        self._encoding = enc
+        self._name = encoding
+        self._exact = True
+
+    def count_text(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text))
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        return [len(t) for t in self._encoding.encode_ordinary_batch(list(texts))]
+
+
+class EstimatingCounter(BaseCounter):
+    """Estimated counts: the o200k count times ``multiplier`` (flagged ``exact=False``).
+
+    Without a local o200k encoding it uses :func:`heuristic_tokens` and warns once.
+
+    >>> c = EstimatingCounter("claude", 1.43)
+    >>> c.exact
+    False
+    """
+
+    def __init__(self, family: str, multiplier: float) -> None:
+        super().__init__()
+        if multiplier <= 0:
+            raise ValueError("multiplier must be positive")
+        self._multiplier = multiplier
+        self._base = _shared_tiktoken("o200k_base")
+        basis = "o200k" if self._base is not None else "chars"
+        self._name = f"estimate:{family}:{basis}x{multiplier:.4f}"
+        self._exact = False
+        self.family = family
+
+    @property
+    def multiplier(self) -> float:
+        return self._multiplier
+
+    def count_text(self, text: str) -> int:
+        base = self._base.count_text(text) if self._base is not None else heuristic_tokens(text)
+        return math.ceil(base * self._multiplier)
+
+
+class HeuristicCounter(BaseCounter):
+    """The no-tokenizer fallback for an OpenAI encoding that has no local file."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__()
+        self._name = f"heuristic:{encoding}"
+        self._exact = False
+
+    def count_text(self, text: str) -> int:
+        return heuristic_tokens(text)
+
+
+_registry_lock = threading.Lock()
+_tiktoken_counters: dict[str, TiktokenCounter | None] = {}
+_estimating: dict[tuple[str, float], EstimatingCounter] = {}
+_heuristic: dict[str, HeuristicCounter] = {}
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    with _registry_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, EstimateWarning, stacklevel=3)
+
+
+def _shared_tiktoken(encoding: str) -> TiktokenCounter | None:
+    try:
+        return _tiktoken_counters[encoding]
+    except KeyError:
+        pass
+    counter: TiktokenCounter | None
+    try:
+        counter = TiktokenCounter(encoding)
+    except LookupError:
+        counter = None
+        _warn_once(
+            f"missing:{encoding}",
+            f"No local copy of tiktoken's {encoding} encoding was found (searched "
+            "TIKTOKEN_CACHE_DIR, tiktoken's cache and llama-index-core's bundled copy); token "
+            "counts are estimated (one token per 3 ASCII characters) and flagged exact=False. "
+            "Install llama-index-core or set TIKTOKEN_CACHE_DIR for exact counts.",
+        )
+    with _registry_lock:
+        return _tiktoken_counters.setdefault(encoding, counter)
+
+
+# -- calibration from observed usage -----------------------------------------------------------
+
+_calibration: dict[str, float] = {}
+_CALIBRATION_ALPHA = 0.5
+
+
+def calibration_factor(model: str) -> float:
+    """The learned correction for ``model``'s estimates (1.0 until usage is observed)."""
+    return _calibration.get(model, 1.0)
+
+
+def calibrate(model: str, *, estimated: int, observed: int) -> float:
+    """Fold one observation of real input tokens into ``model``'s estimate correction.
+
+    ``estimated`` is what this library counted for the request; ``observed`` what the provider
+    reported (``usage.input_tokens``). The factor moves halfway toward ``observed/estimated``
+    each time, within [0.5, 2.0]; exact counters ignore it. Returns the new factor.
+    """
+    if estimated <= 0 or observed <= 0:
+        return calibration_factor(model)
+    ratio = observed / estimated * calibration_factor(model)
+    with _registry_lock:
+        old = _calibration.get(model, 1.0)
+        new = min(2.0, max(0.5, old + (ratio - old) * _CALIBRATION_ALPHA))
+        _calibration[model] = round(new, 4)
+        return _calibration[model]
+
+
+def reset_calibration(model: str | None = None) -> None:
+    """Forget calibration for ``model`` (or for all models)."""
+    with _registry_lock:
+        if model is None:
+            _calibration.clear()
+        else:
+            _calibration.pop(model, None)
+
+
+def counter_for(tokenizer: str, *, model: str | None = None) -> BaseCounter:
+    """The shared counter for a tokenizer name (an encoding or an estimated family).
+
+    Exact for ``o200k_base`` and ``cl100k_base`` when the encoding is available offline; an
+    :class:`EstimatingCounter` for other families, corrected by ``model``'s calibration.
+    """
+    if tokenizer in ENCODINGS:
+        exact = _shared_tiktoken(tokenizer)
+        if exact is not None:
+            return exact
+        with _registry_lock:
+            return _heuristic.setdefault(tokenizer, HeuristicCounter(tokenizer))
+    base = FAMILY_MULTIPLIERS.get(tokenizer, FAMILY_MULTIPLIERS["other"])
+    multiplier = round(base * (calibration_factor(model) if model else 1.0), 4)
+    key = (tokenizer, multiplier)
+    try:
+        return _estimating[key]
+    except KeyError:
+        pass
+    counter = EstimatingCounter(tokenizer, multiplier)
+    with _registry_lock:
+        return _estimating.setdefault(key, counter)
+
+
+def count_all(counter: TokenCounter, messages: Iterable[Message]) -> list[int]:
+    """Per-message counts (cached where the counter caches)."""
+    return [counter.count_message(m) for m in messages]

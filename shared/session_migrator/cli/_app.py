@@ -1,0 +1,53 @@
+"""Entry point: builds the argument parser from the command modules and runs one command.
+
+Each command module exposes ``register(subparsers)``, which adds its sub-command and sets
+``handler`` (a function taking the parsed namespace and returning an exit code) as a default.
+User mistakes raise :class:`~session_migrator.SessionMigratorError` (or ``CliError``) and end
+as one line on stderr with exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from session_migrator._errors import SessionMigratorError
+from session_migrator._version import __version__
+from session_migrator.cli import _models_cmd
+from session_migrator.cli._common import CliError
+
+_COMMANDS = (_models_cmd,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="session-migrator",
+        description=(
+            "Move a conversation between models with different context windows and tokenizers."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _COMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args))
+    except (SessionMigratorError, CliError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,75 @@
+"""Helpers shared by the command modules: errors, JSON output, plain-text tables."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from session_migrator._errors import InvalidMessageError
+from session_migrator._messages import Message, messages_from_openai
+
+
+class CliError(Exception):
+    """A user mistake on the command line; printed as one line, exit code 2."""
+
+
+def print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain-text table with right-aligned numbers."""
+    cells = [[_fmt(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, c in enumerate(row):
+            widths[i] = max(widths[i], len(c))
+    numeric = [
+        all(isinstance(row[i], int | float) or row[i] is None for row in rows) and bool(rows)
+        for i in range(len(headers))
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(
+            v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]) for i, v in enumerate(values)
+        ).rstrip()
+
+    out = [line(headers), line(["-" * w for w in widths])]
+    out.extend(line(r) for r in cells)
+    return "\n".join(out)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def read_messages_file(path: str) -> list[Message]:
+    """Read OpenAI-format messages from a JSON file (``-`` for stdin)."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise CliError(f"{path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})")
+    try:
+        return messages_from_openai(data)
+    except InvalidMessageError as exc:
+        raise CliError(f"{path}: {exc}") from None
