@@ -1,0 +1,304 @@
+"""The mechanics every strategy shares: units, the newest-suffix walk, and cutting inside a message.
+
+A *unit* is what is kept or dropped whole: a user message, a plain assistant message, or an
+assistant message with tool calls together with the tool results that answer it. A *turn* starts
+at a user message. The kept suffix always starts at a turn, so the first message after the system
+prompt is a user message, and no unit is ever split, so no tool result is orphaned.
+
+The walk reads cached per-message counts, newest first, and stops at the first unit that does not
+fit: one pass over the kept messages (plus one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from session_migrator._messages import MARKER_KEY, Message
+from session_migrator._tokens import TokenCounter
+
+__all__ = ["Fitted", "Unit", "build_units", "fit_recent", "truncate_message", "truncate_text"]
+
+MIN_TRUNCATED_TOKENS = 16
+
+
+@dataclass(slots=True)
+class Unit:
+    """Messages kept or dropped together (indices into the original sequence)."""
+
+    indices: list[int]
+    cost: int
+    starts_turn: bool
+    awaiting: set[str] = field(default_factory=set)
+
+    @property
+    def complete(self) -> bool:
+        return not self.awaiting
+
+
+@dataclass(slots=True)
+class Layout:
+    """A conversation split into pinned system messages, units, and broken messages."""
+
+    system: list[int]
+    units: list[Unit]
+    broken: list[int]
+
+
+def build_units(messages: Sequence[Message], costs: Sequence[int]) -> Layout:
+    """Split ``messages`` into system messages, units, and broken messages.
+
+    Broken messages are tool results with no call before them and assistant tool calls whose
+    results never came; a compressed result never includes them (they would be rejected).
+    """
+    system: list[int] = []
+    units: list[Unit] = []
+    broken: list[int] = []
+    open_unit: Unit | None = None
+
+    def close() -> None:
+        nonlocal open_unit
+        if open_unit is not None and not open_unit.complete:
+            broken.extend(open_unit.indices)
+            units.remove(open_unit)
+        open_unit = None
+
+    for i, m in enumerate(messages):
+        if m.role == "system":
+            system.append(i)
+            continue
+        if m.role == "tool":
+            if open_unit is not None and m.tool_call_id in open_unit.awaiting:
+                open_unit.awaiting.discard(m.tool_call_id or "")
+                open_unit.indices.append(i)
+                open_unit.cost += costs[i]
+            else:
+                broken.append(i)
+            continue
+        close()
+        unit = Unit([i], costs[i], m.role == "user")
+        units.append(unit)
+        if m.tool_calls:
+            unit.awaiting = {c.id for c in m.tool_calls}
+            open_unit = unit
+    close()
+    broken.sort()
+    return Layout(system, units, broken)
+
+
+# -- cutting inside a message ------------------------------------------------------------------
+
+
+def _marker(cut_tokens: int) -> str:
+    return f"\n[... {cut_tokens:,} tokens cut by session-migrator ...]\n"
+
+
+def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
+    """``text`` cut to at most ``target`` tokens: head and tail kept, a marker between.
+
+    Returns ``text`` itself when it fits, and ``""`` when not even the marker fits.
+    """
+    total = counter.count_text(text)
+    if total <= target:
+        return text
+    marker = _marker(total)
+    marker_cost = counter.count_text(marker)
+    keep = target - marker_cost
+    if keep <= 0:
+        short = "[...]"
+        return short if counter.count_text(short) <= target else ""
+    chars_per_token = len(text) / max(total, 1)
+    budget_chars = keep * chars_per_token
+    for _ in range(12):
+        head_chars = int(budget_chars * 0.6)
+        tail_chars = int(budget_chars * 0.4)
+        tail = text[len(text) - tail_chars :] if tail_chars > 0 else ""
+        candidate = text[:head_chars] + marker + tail
+        used = counter.count_text(candidate)
+        if used <= target:
+            return candidate
+        budget_chars *= max(0.5, min(0.95, (target - marker_cost) / max(used - marker_cost, 1)))
+        if budget_chars < 1:
+            break
+    return marker.strip() if marker_cost <= target else ""
+
+
+def _with_marker(message: Message, original_tokens: int, **changes: object) -> Message:
+    extra = dict(message.extra)
+    previous = extra.get(MARKER_KEY)
+    marker = dict(previous) if isinstance(previous, dict) else {}
+    marker.update({"kind": marker.get("kind", "truncated"), "original_tokens": original_tokens})
+    extra[MARKER_KEY] = marker
+    return message.replace(extra=extra, **changes)
+
+
+def truncate_message(message: Message, target: int, counter: TokenCounter) -> Message:
+    """``message`` cut inside to at most ``target`` tokens (content first, then call arguments).
+
+    The id is kept and ``extra`` is marked ``{"kind": "truncated", "original_tokens": n}``.
+    Raises ``ValueError`` when even an empty message of this shape is larger than ``target``.
+    """
+    original = counter.count_message(message)
+    if original <= target:
+        return message
+    shell = message.replace(content="", tool_calls=tuple(
+        c.__class__(c.id, c.name, "{}") for c in message.tool_calls
+    ))
+    fixed = counter.count_message(shell)
+    if fixed > target:
+        raise ValueError(
+            f"message {message.id!r} needs {fixed} tokens even with its content removed, "
+            f"over the target of {target}"
+        )
+    texts: list[str] = [message.text]
+    texts.extend(c.arguments for c in message.tool_calls)
+    sizes = [counter.count_text(t) for t in texts]
+    room = target - fixed
+    for _ in range(6):
+        total = sum(sizes) or 1
+        allowances = [max(0, int(room * s / total)) for s in sizes]
+        new_texts = [
+            truncate_text(t, a, counter) if s > a else t
+            for t, s, a in zip(texts, sizes, allowances, strict=True)
+        ]
+        calls = tuple(
+            c.__class__(c.id, c.name, a if a == c.arguments else _args_json(a))
+            for c, a in zip(message.tool_calls, new_texts[1:], strict=True)
+        )
+        images = 0 if isinstance(message.content, str) else sum(
+            1 for p in message.content if p.type != "text"
+        )
+        content = new_texts[0] + (f"\n[{images} non-text part(s) omitted]" if images else "")
+        candidate = _with_marker(message, original, content=content, tool_calls=calls)
+        used = counter.count_message(candidate)
+        if used <= target:
+            return candidate
+        room -= used - target + 2
+        if room <= 0:
+            break
+    bare = _with_marker(message, original, content="[...]", tool_calls=shell.tool_calls)
+    if counter.count_message(bare) <= target:
+        return bare
+    return _with_marker(message, original, content="", tool_calls=shell.tool_calls)
+
+
+def _args_json(text: str) -> str:
+    return json.dumps({"session_migrator_truncated_arguments": text}, ensure_ascii=False)
+
+
+def truncate_unit(
+    messages: Sequence[Message], unit: Unit, target: int, counter: TokenCounter
+) -> list[Message]:
+    """The unit's messages cut inside so that together they cost at most ``target`` tokens."""
+    members = [messages[i] for i in unit.indices]
+    costs = [counter.count_message(m) for m in members]
+    total = sum(costs)
+    if total <= target:
+        return members
+    out = list(members)
+    for _ in range(4):
+        total = sum(counter.count_message(m) for m in out)
+        if total <= target:
+            return out
+        excess = total - target
+        # cut the largest messages first, each by its share of the excess
+        order = sorted(range(len(out)), key=lambda k: -counter.count_message(out[k]))
+        for k in order:
+            if excess <= 0:
+                break
+            cost = counter.count_message(out[k])
+            cut = min(excess, cost - MIN_TRUNCATED_TOKENS)
+            if cut <= 0:
+                continue
+            try:
+                new = truncate_message(out[k], cost - cut, counter)
+            except ValueError:
+                continue
+            excess -= cost - counter.count_message(new)
+            out[k] = new
+    if sum(counter.count_message(m) for m in out) > target:
+        raise ValueError(f"cannot cut the unit starting at message {unit.indices[0]} to {target}")
+    return out
+
+
+# -- the newest suffix -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Fitted:
+    """The kept part of the conversation (excluding system messages), oldest first."""
+
+    messages: list[Message]
+    first_unit: int  # index into Layout.units of the oldest kept unit (len(units) if none)
+    truncated_ids: list[str]
+    cost: int
+
+
+def fit_recent(
+    messages: Sequence[Message], layout: Layout, available: int, counter: TokenCounter
+) -> Fitted:
+    """The newest whole units, starting at a user message, that fit in ``available`` tokens.
+
+    When not even the newest turn fits, its user message is kept (cut inside if it takes more
+    than half) with the newest units after it that fit, the newest cut inside if need be.
+    """
+    units = layout.units
+    if not units or available <= 0:
+        return Fitted([], len(units), [], 0)
+    any_turn = any(u.starts_turn for u in units)
+    total = 0
+    best: int | None = None
+    best_total = 0
+    for k in range(len(units) - 1, -1, -1):
+        total += units[k].cost
+        if total > available:
+            break
+        if units[k].starts_turn or not any_turn:
+            best, best_total = k, total
+    if best is not None:
+        kept = [messages[i] for u in units[best:] for i in u.indices]
+        return Fitted(kept, best, [], best_total)
+    return _fit_oversized_turn(messages, units, available, counter)
+
+
+def _fit_oversized_turn(
+    messages: Sequence[Message],
+    units: list[Unit],
+    available: int,
+    counter: TokenCounter,
+) -> Fitted:
+    truncated: list[str] = []
+    start = max((k for k, u in enumerate(units) if u.starts_turn), default=len(units) - 1)
+    head_unit = units[start]
+    head_msgs: list[Message] = [messages[i] for i in head_unit.indices]
+    tail = units[start + 1 :]
+    head_cap = available if not tail else max(available // 2, MIN_TRUNCATED_TOKENS * 2)
+    if head_unit.cost > head_cap:
+        head_msgs = truncate_unit(messages, head_unit, head_cap, counter)
+        truncated.extend(m.id for m in head_msgs if m.marker)
+    head_cost = sum(counter.count_message(m) for m in head_msgs)
+    room = available - head_cost
+    kept_tail: list[Message] = []
+    used = 0
+    for k in range(len(tail) - 1, -1, -1):
+        if used + tail[k].cost > room:
+            if not kept_tail and room > MIN_TRUNCATED_TOKENS * 4:
+                try:
+                    cut = truncate_unit(messages, tail[k], room, counter)
+                except ValueError:
+                    break
+                truncated.extend(m.id for m in cut if m.marker)
+                kept_tail = cut
+                used = sum(counter.count_message(m) for m in cut)
+            break
+        kept_tail[:0] = [messages[i] for i in tail[k].indices]
+        used += tail[k].cost
+    return Fitted(head_msgs + kept_tail, start, truncated, head_cost + used)
+
+
+def stable_id(prefix: str, parts: Sequence[str]) -> str:
+    """A deterministic id for a message the library writes (same inputs, same id)."""
+    digest = hashlib.blake2b("\x00".join(parts).encode("utf-8", "surrogatepass"), digest_size=8)
+    return f"{prefix}-{digest.hexdigest()}"

@@ -1,0 +1,478 @@
+"""Compression strategies behind one protocol: ``trim``, ``summarize``, ``recall``, ``auto``.
+
+Every strategy returns, in this order: the system messages; one library message (a summary of
+the cut part, or a note saying what was left out); the recalled older turns, in their original
+order; the newest turns. Invariants (property-tested):
+
+- the result never costs more than ``budget`` tokens by ``counter``;
+- tool calls and their results stay or go together; no orphan result, no unanswered call;
+- system messages are kept; the first message after them is a user message;
+- the input is not mutated, the same input gives the same output, and every message left out,
+  summarized, recalled or cut inside is reported by id.
+
+A summarizer that fails, or writes more than its share, is replaced by the offline extractive
+summarizer and the report says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from session_migrator._errors import BudgetError, SummarizerError
+from session_migrator._fit import (
+    Layout,
+    Unit,
+    build_units,
+    fit_recent,
+    stable_id,
+    truncate_message,
+    truncate_text,
+)
+from session_migrator._messages import MARKER_KEY, Message
+from session_migrator._recall import rank_by_relevance
+from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
+from session_migrator._tokens import REPLY_PRIMING, TokenCounter
+
+__all__ = [
+    "AutoStrategy",
+    "CompressionResult",
+    "Compressor",
+    "RecallStrategy",
+    "SummarizeStrategy",
+    "TrimStrategy",
+    "get_strategy",
+]
+
+#: The smallest room the conversation needs after the system prompt.
+MIN_CONVERSATION_TOKENS = 24
+_PREVIEW_CHARS = 120
+
+
+@dataclass(frozen=True)
+class CompressionResult:
+    """What a strategy kept, and what it did to the rest (ids of the input messages)."""
+
+    messages: list[Message]
+    dropped_ids: list[str] = field(default_factory=list)
+    summarized_ids: list[str] = field(default_factory=list)
+    recalled_ids: list[str] = field(default_factory=list)
+    truncated_ids: list[str] = field(default_factory=list)
+    summary: Summary | None = None
+    fallbacks: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class Compressor(Protocol):
+    """A strategy that fits messages into a token budget (see the module docstring)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def compress(
+        self,
+        messages: Sequence[Message],
+        budget: int,
+        counter: TokenCounter,
+        query: str | None = None,
+        *,
+        previous_summary: Summary | None = None,
+    ) -> CompressionResult: ...
+
+
+def latest_user_text(messages: Sequence[Message]) -> str:
+    """The text of the newest user message ('' if there is none)."""
+    for m in reversed(messages):
+        if m.role == "user" and m.marker is None:
+            return m.text
+    return ""
+
+
+@dataclass
+class _Engine:
+    summarizer: Summarizer | None
+    recall: bool
+    summary_share: float
+    recall_share: float
+    name: str
+
+    def run(
+        self,
+        messages: Sequence[Message],
+        budget: int,
+        counter: TokenCounter,
+        query: str | None,
+        previous_summary: Summary | None,
+    ) -> CompressionResult:
+        costs = [counter.count_message(m) for m in messages]
+        layout = build_units(messages, costs)
+        fallbacks: list[str] = []
+        notes: list[str] = []
+        system, system_truncated = self._fit_system(messages, layout, budget, counter)
+        system_cost = sum(counter.count_message(m) for m in system)
+        available = budget - REPLY_PRIMING - system_cost
+        if layout.broken:
+            notes.append(
+                f"left out {len(layout.broken)} message(s) with broken tool pairing "
+                "(a result without its call or a call without its result)"
+            )
+        units_total = sum(u.cost for u in layout.units)
+        if units_total <= available:
+            kept = [messages[i] for u in layout.units for i in u.indices]
+            return self._result(messages, system, None, [], kept, None, [], system_truncated,
+                                fallbacks, notes)
+
+        extra_room = self._extras_reserve(available)
+        recent = fit_recent(messages, layout, available - extra_room, counter)
+        kept_ids = {m.id for m in recent.messages}
+        cut_units = [u for u in layout.units if messages[u.indices[0]].id not in kept_ids]
+        room = available - recent.cost
+
+        recalled: list[Message] = []
+        if self.recall and cut_units:
+            note_room = self._note_reserve(messages, layout, counter)
+            recall_room = room - max(note_room, int(available * self.summary_share)
+                                     if self.summarizer else note_room)
+            recalled = self._recall(messages, cut_units, recall_room, counter,
+                                    query if query is not None else latest_user_text(messages))
+            room -= sum(counter.count_message(m) for m in recalled)
+
+        recalled_ids = {m.id for m in recalled}
+        # the summary covers the whole cut stretch (recalled turns too), so that its range is
+        # contiguous and the next call can extend it with only the newly cut messages
+        cut = [messages[i] for i in sorted([i for u in cut_units for i in u.indices] + layout.broken)]
+        left_out = [m for m in cut if m.id not in recalled_ids]
+        lead: Message | None = None
+        summary: Summary | None = None
+        covered: list[Message] = []
+        if left_out:
+            if self.summarizer is not None:
+                lead, summary = self._summary_message(
+                    messages, cut, room, counter, previous_summary, fallbacks
+                )
+                covered = left_out if summary is not None else []
+            if lead is None:
+                lead = self._note(left_out, room, counter)
+        result = self._result(messages, system, lead, recalled, recent.messages, summary, covered,
+                              system_truncated + recent.truncated_ids, fallbacks, notes)
+        total = counter.count_messages(result.messages)
+        if total > budget:  # pragma: no cover - guarded by construction; a bug if reached
+            raise AssertionError(f"{self.name} produced {total} tokens for a budget of {budget}")
+        return result
+
+    # -- pieces ------------------------------------------------------------------------------
+
+    def _extras_reserve(self, available: int) -> int:
+        share = 0.0
+        if self.summarizer is not None:
+            share += self.summary_share
+        if self.recall:
+            share += self.recall_share
+        minimum = min(64, available // 4)
+        return max(minimum, int(available * share))
+
+    def _fit_system(
+        self, messages: Sequence[Message], layout: Layout, budget: int, counter: TokenCounter
+    ) -> tuple[list[Message], list[str]]:
+        system = [messages[i] for i in layout.system]
+        cost = sum(counter.count_message(m) for m in system)
+        limit = budget - REPLY_PRIMING - MIN_CONVERSATION_TOKENS
+        if cost <= limit or not system:
+            if limit < 0:
+                raise BudgetError(
+                    f"a budget of {budget} tokens cannot hold any conversation; choose a larger "
+                    "model or reserve fewer output tokens",
+                    budget=budget,
+                    needed=REPLY_PRIMING + MIN_CONVERSATION_TOKENS,
+                )
+            return system, []
+        # the system prompt alone is over the budget: cut each inside, in proportion, to half
+        target_total = max(limit // 2, 0)
+        truncated: list[str] = []
+        out: list[Message] = []
+        for m in system:
+            share = int(target_total * counter.count_message(m) / cost)
+            try:
+                new = truncate_message(m, share, counter)
+            except ValueError as exc:
+                raise BudgetError(
+                    f"a budget of {budget} tokens cannot hold the system prompt even cut down; "
+                    "choose a larger model",
+                    budget=budget,
+                    needed=cost,
+                ) from exc
+            if new is not m:
+                truncated.append(m.id)
+            out.append(new)
+        return out, truncated
+
+    def _recall(
+        self,
+        messages: Sequence[Message],
+        cut_units: list[Unit],
+        room: int,
+        counter: TokenCounter,
+        query: str,
+    ) -> list[Message]:
+        if room <= 0 or not query.strip():
+            return []
+        turns: list[list[Unit]] = []
+        for u in cut_units:
+            if u.starts_turn or not turns:
+                turns.append([u])
+            else:
+                turns[-1].append(u)
+        turns = [t for t in turns if t[0].starts_turn]
+        documents = [
+            "\n".join(
+                " ".join([messages[i].text] + [c.name + " " + c.arguments
+                                                for c in messages[i].tool_calls])
+                for u in t
+                for i in u.indices
+            )
+            for t in turns
+        ]
+        chosen: list[tuple[int, list[Message]]] = []
+        used = 0
+        for index, _score in rank_by_relevance(documents, query):
+            turn = turns[index]
+            full = [messages[i] for u in turn for i in u.indices]
+            cost = sum(u.cost for u in turn)
+            if used + cost > room:
+                # compact form: the question and the last plain answer of that turn
+                answer = next(
+                    (u for u in reversed(turn[1:]) if not messages[u.indices[0]].tool_calls), None
+                )
+                compact = [turn[0]] + ([answer] if answer else [])
+                cost = sum(u.cost for u in compact)
+                if used + cost > room:
+                    continue
+                full = [messages[i] for u in compact for i in u.indices]
+            chosen.append((turn[0].indices[0], full))
+            used += cost
+        chosen.sort(key=lambda item: item[0])
+        return [m for _, msgs in chosen for m in msgs]
+
+    def _note(self, covered: list[Message], room: int, counter: TokenCounter) -> Message | None:
+        oldest = next((m for m in covered if m.text.strip()), covered[0])
+        preview = " ".join(oldest.text.split())
+        if len(preview) > _PREVIEW_CHARS:
+            preview = preview[: _PREVIEW_CHARS - 3] + "..."
+        n = len(covered)
+        texts = [
+            f"[session-migrator: {n} earlier message{'s' if n != 1 else ''} of this conversation "
+            f"{'were' if n != 1 else 'was'} left out to fit the context window. The oldest "
+            f"began: \"{preview}\"]",
+            f"[session-migrator: {n} earlier message{'s' if n != 1 else ''} left out.]",
+        ]
+        for text in texts:
+            note = Message(
+                "system",
+                text,
+                id=stable_id("sm-note", [covered[0].id, covered[-1].id, str(n)]),
+                extra={MARKER_KEY: {"kind": "trim_note", "dropped": n,
+                                    "first_id": covered[0].id, "last_id": covered[-1].id}},
+            )
+            if counter.count_message(note) <= room:
+                return note
+        return None
+
+    def _note_reserve(self, messages: Sequence[Message], layout: Layout,
+                      counter: TokenCounter) -> int:
+        first = [messages[i] for u in layout.units[:1] for i in u.indices] or list(messages[:1])
+        probe = self._note(first, 10**9, counter)
+        return (counter.count_message(probe) + 8) if probe else 0
+
+    def _summary_message(
+        self,
+        messages: Sequence[Message],
+        covered: list[Message],
+        room: int,
+        counter: TokenCounter,
+        previous: Summary | None,
+        fallbacks: list[str],
+    ) -> tuple[Message | None, Summary | None]:
+        assert self.summarizer is not None
+        header = f"[session-migrator: summary of {len(covered)} earlier messages]\n"
+        overhead = counter.count_message(Message("system", header)) + 2
+        limit = room - overhead
+        if limit < 16:
+            return None, None
+        fresh = covered
+        previous_text: str | None = None
+        if previous is not None:
+            ids = [m.id for m in covered]
+            if previous.first_id == ids[0] and previous.last_id in ids:
+                fresh = covered[ids.index(previous.last_id) + 1 :]
+                previous_text = previous.text
+        used_name = self.summarizer.name
+        text: str | None = None
+        if previous_text is not None and not fresh and counter.count_text(previous_text) <= limit:
+            text = previous_text
+        else:
+            try:
+                text = self.summarizer.summarize(
+                    fresh, max_tokens=limit, counter=counter, previous=previous_text
+                )
+                if counter.count_text(text) > limit:
+                    raise SummarizerError(
+                        f"{used_name} wrote {counter.count_text(text)} tokens, over its "
+                        f"limit of {limit}"
+                    )
+            except SummarizerError as exc:
+                fallbacks.append(f"summarizer {used_name} failed ({exc}); used the offline "
+                                 "extractive summarizer instead")
+                used_name = ExtractiveSummarizer.name
+                text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)
+            except Exception as exc:  # a user-supplied summarizer may raise anything
+                fallbacks.append(f"summarizer {used_name} raised {type(exc).__name__}: {exc}; "
+                                 "used the offline extractive summarizer instead")
+                used_name = ExtractiveSummarizer.name
+                text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)
+        text = truncate_text(text, limit, counter)
+        if not text.strip():
+            return None, None
+        summary = Summary(text, covered[0].id, covered[-1].id, len(covered), used_name)
+        message = Message(
+            "system",
+            header + text,
+            id=stable_id("sm-summary", [covered[0].id, covered[-1].id, text]),
+            extra={MARKER_KEY: {"kind": "summary", "first_id": covered[0].id,
+                                "last_id": covered[-1].id, "covered": len(covered),
+                                "summarizer": used_name}},
+        )
+        if counter.count_message(message) > room:
+            return None, None
+        return message, summary
+
+    def _result(
+        self,
+        messages: Sequence[Message],
+        system: list[Message],
+        lead: Message | None,
+        recalled: list[Message],
+        recent: list[Message],
+        summary: Summary | None,
+        covered: list[Message],
+        truncated: list[str],
+        fallbacks: list[str],
+        notes: list[str],
+    ) -> CompressionResult:
+        kept = {m.id for m in recalled} | {m.id for m in recent}
+        summarized = [m.id for m in covered] if summary is not None else []
+        summarized_set = set(summarized)
+        dropped = [
+            m.id
+            for m in messages
+            if m.role != "system" and m.id not in kept and m.id not in summarized_set
+        ]
+        return CompressionResult(
+            messages=system + ([lead] if lead is not None else []) + recalled + recent,
+            dropped_ids=dropped,
+            summarized_ids=summarized,
+            recalled_ids=[m.id for m in recalled],
+            truncated_ids=truncated,
+            summary=summary,
+            fallbacks=fallbacks,
+            notes=notes,
+        )
+
+
+class _Strategy:
+    name: str = ""
+    _engine: _Engine
+
+    def compress(
+        self,
+        messages: Sequence[Message],
+        budget: int,
+        counter: TokenCounter,
+        query: str | None = None,
+        *,
+        previous_summary: Summary | None = None,
+    ) -> CompressionResult:
+        """Fit ``messages`` into ``budget`` tokens (see the module docstring)."""
+        return self._engine.run(list(messages), budget, counter, query, previous_summary)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class TrimStrategy(_Strategy):
+    """System messages, the newest whole turns, and one note on what was left out.
+
+    >>> from session_migrator import Message, TiktokenCounter
+    >>> msgs = [Message("user", f"question {i}") for i in range(50)]
+    >>> out = TrimStrategy().compress(msgs, 60, TiktokenCounter())
+    >>> out.messages[0].role, len(out.dropped_ids) > 0
+    ('system', True)
+    """
+
+    name = "trim"
+
+    def __init__(self) -> None:
+        self._engine = _Engine(None, False, 0.0, 0.0, self.name)
+
+
+class SummarizeStrategy(_Strategy):
+    """The newest turns verbatim plus a summary of the cut part in ``summary_share`` of the room.
+
+    ``summarizer`` defaults to the offline :class:`ExtractiveSummarizer`.
+    """
+
+    name = "summarize"
+
+    def __init__(self, summarizer: Summarizer | None = None, *, summary_share: float = 0.3) -> None:
+        self.summarizer = summarizer or ExtractiveSummarizer()
+        self._engine = _Engine(self.summarizer, False, summary_share, 0.0, self.name)
+
+
+class RecallStrategy(_Strategy):
+    """The newest turns, plus the cut turns most relevant to the query (bm25), plus a note or,
+    with a ``summarizer``, a summary of the rest. The query defaults to the newest user message.
+    """
+
+    name = "recall"
+
+    def __init__(
+        self,
+        summarizer: Summarizer | None = None,
+        *,
+        recall_share: float = 0.3,
+        summary_share: float = 0.2,
+    ) -> None:
+        self.summarizer = summarizer
+        self._engine = _Engine(summarizer, True, summary_share, recall_share, self.name)
+
+
+class AutoStrategy(_Strategy):
+    """The configured summarizer with query-aware recall; offline, the extractive summarizer
+    with recall (the best offline retention in the fact-retention benchmark).
+    """
+
+    name = "auto"
+
+    def __init__(self, summarizer: Summarizer | None = None) -> None:
+        self.summarizer = summarizer or ExtractiveSummarizer()
+        self._engine = _Engine(self.summarizer, True, 0.2, 0.3, self.name)
+
+
+STRATEGIES = ("auto", "trim", "summarize", "recall")
+
+
+def get_strategy(strategy: str | Compressor, *, summarizer: Summarizer | None = None) -> Compressor:
+    """A compressor from a name (``auto``, ``trim``, ``summarize``, ``recall``) or itself."""
+    if not isinstance(strategy, str):
+        return strategy
+    if strategy == "trim":
+        return TrimStrategy()
+    if strategy == "summarize":
+        return SummarizeStrategy(summarizer)
+    if strategy == "recall":
+        return RecallStrategy(summarizer)
+    if strategy == "auto":
+        return AutoStrategy(summarizer)
+    raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+

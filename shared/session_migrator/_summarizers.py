@@ -1,0 +1,310 @@
+"""Summarizers: turn the cut part of a conversation into a short text.
+
+- :class:`ExtractiveSummarizer` needs no model: it keeps the sentences most likely to matter
+  later (names, numbers, dates, decisions, preferences, open tasks, file paths, identifiers),
+  in their original order, within the token limit.
+- :class:`OpenAISummarizer` asks any OpenAI-compatible ``/chat/completions`` endpoint through the
+  official ``openai`` SDK (extra ``[openai]``).
+
+Summaries are rolling: a :class:`Summary` records the messages it covers, and the next call
+passes its text as ``previous`` with only the newly cut messages.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from session_migrator._errors import MissingDependencyError, SummarizerError
+from session_migrator._messages import Message
+from session_migrator._tokens import TokenCounter
+
+__all__ = ["ExtractiveSummarizer", "OpenAISummarizer", "Summarizer", "Summary", "transcript"]
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A summary and the stretch of the conversation it covers (``first_id`` to ``last_id``)."""
+
+    text: str
+    first_id: str
+    last_id: str
+    covered_count: int
+    summarizer: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "first_id": self.first_id,
+            "last_id": self.last_id,
+            "covered_count": self.covered_count,
+            "summarizer": self.summarizer,
+        }
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Summarizes messages into at most ``max_tokens`` tokens (counted by ``counter``).
+
+    ``previous`` is the text of the summary of the messages before these, to fold in. Raise
+    :class:`~session_migrator.SummarizerError` on failure; callers fall back to an offline path.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        counter: TokenCounter,
+        previous: str | None = None,
+    ) -> str: ...
+
+
+def _describe(message: Message, limit: int = 400) -> str:
+    parts: list[str] = []
+    text = message.text.strip()
+    if text:
+        parts.append(text if len(text) <= limit else text[: limit // 2] + " ... " + text[-limit // 2 :])
+    for call in message.tool_calls:
+        args = call.arguments if len(call.arguments) <= 200 else call.arguments[:200] + "..."
+        parts.append(f"called {call.name}({args})")
+    who = message.role if not message.name else f"{message.role} {message.name}"
+    return f"{who}: " + " | ".join(parts)
+
+
+def transcript(messages: Sequence[Message], limit_per_message: int = 2000) -> str:
+    """A plain-text transcript, one line per message, long messages shortened in the middle."""
+    return "\n".join(_describe(m, limit_per_message) for m in messages)
+
+
+# -- extractive --------------------------------------------------------------------------------
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
+    (re.compile(r"\d"), 1.5),  # numbers, dates, versions, amounts
+    (re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]{2,}"), 1.0),  # names (not sentence-initial)
+    (
+        re.compile(
+            r"\b(decid|agree|chose|choos|go(ing)? with|settled|final|confirm|approv|let'?s|"
+            r"we'?ll|will use|switch(ed)? to|instead)",
+            re.I,
+        ),
+        2.0,
+    ),
+    (re.compile(r"\b(prefer|favou?rite|like|dislike|hate|always|never|don'?t want|want)", re.I), 2.0),
+    (
+        re.compile(
+            r"\b(todo|to-do|need to|must|should|remember|deadline|due|next step|follow.?up|"
+            r"action item|remind|pending|open question|blocker)",
+            re.I,
+        ),
+        2.0,
+    ),
+    (re.compile(r"(?:[\w.-]*/[\w.-]+)+|\b\w+\.(?:py|js|ts|tsx|json|md|ya?ml|toml|sql|csv|txt|rs|go)\b"), 2.0),
+    (re.compile(r"`[^`]+`|\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b"), 1.5),
+    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+|https?://\S+"), 1.5),
+    (re.compile(r"\b(my name|i am|i'm|call me|our|my)\b", re.I), 1.0),
+)
+_ROLE_WEIGHT = {"user": 1.5, "assistant": 1.0, "tool": 0.6, "system": 1.0}
+_MAX_SENTENCE_CHARS = 320
+
+
+def _score(sentence: str) -> float:
+    return sum(weight for pattern, weight in _SIGNALS if pattern.search(sentence))
+
+
+class ExtractiveSummarizer:
+    """An offline summarizer that keeps the sentences a later turn is most likely to need.
+
+    Each sentence is scored by what it holds (numbers and dates, names, decisions, preferences,
+    open tasks, paths and identifiers, addresses), weighted by role (the user's own words count
+    most); the best ones are kept in their original order within ``max_tokens``. Tool calls are
+    kept as ``called name(args)``. Deterministic.
+
+    >>> from session_migrator import Message, TiktokenCounter
+    >>> s = ExtractiveSummarizer()
+    >>> text = s.summarize([Message("user", "My budget is $4,200. Hello.")], max_tokens=50,
+    ...                    counter=TiktokenCounter())
+    >>> "$4,200" in text
+    True
+    """
+
+    name = "extractive"
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        counter: TokenCounter,
+        previous: str | None = None,
+    ) -> str:
+        candidates: list[tuple[float, int, str]] = []
+        order = 0
+        if previous:
+            for line in previous.splitlines():
+                line = line.strip()
+                if line.startswith("- "):
+                    # earlier picks keep a bonus: they were already judged worth keeping
+                    candidates.append((_score(line) + 1.0, order, line))
+                    order += 1
+        for message in messages:
+            weight = _ROLE_WEIGHT.get(message.role, 1.0)
+            label = message.role if not message.name else f"{message.role}:{message.name}"
+            for call in message.tool_calls:
+                args = call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
+                candidates.append((2.5, order, f"- [{label}] called {call.name}({args})"))
+                order += 1
+            for raw in _SENTENCE.split(message.text):
+                sentence = " ".join(raw.split())
+                if len(sentence) < 8:
+                    continue
+                if len(sentence) > _MAX_SENTENCE_CHARS:
+                    sentence = sentence[: _MAX_SENTENCE_CHARS - 3] + "..."
+                score = _score(sentence) * weight
+                if score <= 0:
+                    continue
+                candidates.append((score, order, f"- [{label}] {sentence}"))
+                order += 1
+        chosen: list[tuple[int, str]] = []
+        seen: set[str] = set()
+        used = 0
+        for score, position, line in sorted(candidates, key=lambda c: (-c[0], c[1])):
+            del score
+            if line in seen:
+                continue
+            cost = counter.count_text(line) + 1
+            if used + cost > max_tokens:
+                continue
+            chosen.append((position, line))
+            seen.add(line)
+            used += cost
+        chosen.sort()
+        return "\n".join(line for _, line in chosen)
+
+
+# -- OpenAI-compatible LLM ---------------------------------------------------------------------
+
+_SYSTEM_PROMPT = (
+    "You compress the earlier part of a conversation so that another model can continue it "
+    "without it. Write a dense summary in the conversation's language. Keep every name, number, "
+    "date, amount, decision, stated preference, open task or question, file path, identifier and "
+    "error message that a later turn could need. Do not add anything that is not in the text. "
+    "Stay under {max_tokens} tokens."
+)
+
+_DEEPSEEK_BASE_URL = "https://api.deepseek.com"
+
+
+class OpenAISummarizer:
+    """Summaries from any OpenAI-compatible ``/chat/completions`` endpoint (OpenAI, DeepSeek,
+    vLLM, Ollama, OpenRouter, ...), through the official ``openai`` SDK.
+
+    Configuration, argument first: ``api_key`` or ``OPENAI_API_KEY``, else ``DEEPSEEK_API_KEY``
+    (which also defaults ``base_url`` to DeepSeek's and ``model`` to ``deepseek-chat``);
+    ``base_url`` or ``OPENAI_BASE_URL``. ``timeout`` (seconds) and ``max_retries`` are passed to
+    the client. Every failure (HTTP error, rate limit, timeout, malformed reply, empty text) is
+    raised as :class:`~session_migrator.SummarizerError`.
+
+    A transcript longer than ``max_input_tokens`` keeps its newest part verbatim and the older
+    part as an extractive summary, so the request itself fits the summarizing model.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        max_input_tokens: int = 60_000,
+        temperature: float = 0.0,
+        client: Any = None,
+    ) -> None:
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - exercised without the extra
+            raise MissingDependencyError("The OpenAI summarizer", "openai") from exc
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        default_model = "gpt-4o-mini"
+        if key is None and os.environ.get("DEEPSEEK_API_KEY"):
+            key = os.environ["DEEPSEEK_API_KEY"]
+            base_url = base_url or _DEEPSEEK_BASE_URL
+            default_model = "deepseek-chat"
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if client is None and key is None:
+            raise SummarizerError(
+                "No API key for the OpenAI summarizer: pass api_key=..., or set OPENAI_API_KEY "
+                "(or DEEPSEEK_API_KEY for DeepSeek)."
+            )
+        self.model = model or default_model
+        self.max_input_tokens = max_input_tokens
+        self.temperature = temperature
+        self._client = client or openai.OpenAI(
+            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+        self._errors: tuple[type[BaseException], ...] = (openai.OpenAIError,)
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self.model}"
+
+    def _request(
+        self, messages: Sequence[Message], max_tokens: int, counter: TokenCounter, previous: str | None
+    ) -> list[dict[str, str]]:
+        text = transcript(messages)
+        if counter.count_text(text) > self.max_input_tokens:
+            keep: list[Message] = []
+            used = 0
+            for m in reversed(messages):
+                cost = counter.count_message(m)
+                if used + cost > self.max_input_tokens // 2:
+                    break
+                keep.append(m)
+                used += cost
+            keep.reverse()
+            older = messages[: len(messages) - len(keep)]
+            digest = ExtractiveSummarizer().summarize(
+                older, max_tokens=self.max_input_tokens // 4, counter=counter
+            )
+            text = f"(older part, extracted)\n{digest}\n(newer part)\n{transcript(keep)}"
+        user = f"Conversation to summarize:\n{text}"
+        if previous:
+            user = f"Summary so far (fold it in):\n{previous}\n\n{user}"
+        return [
+            {"role": "system", "content": _SYSTEM_PROMPT.format(max_tokens=max_tokens)},
+            {"role": "user", "content": user},
+        ]
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        counter: TokenCounter,
+        previous: str | None = None,
+    ) -> str:
+        request = self._request(messages, max_tokens, counter, previous)
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=request,
+                max_tokens=max(16, max_tokens),
+                temperature=self.temperature,
+            )
+        except self._errors as exc:
+            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            content = response.choices[0].message.content
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise SummarizerError(f"{self.name} returned a malformed reply: {exc}") from exc
+        if not isinstance(content, str) or not content.strip():
+            raise SummarizerError(f"{self.name} returned no summary text")
+        return content.strip()
