@@ -1,0 +1,286 @@
+"""A store-backed, cached, fitted view of one session: what the framework adapters read.
+
+:class:`SessionFitter` keeps the full log in a session store and answers "the conversation
+fitted to model X" cheaply:
+
+- reading again with nothing new returns the cached result (no tokenization, no store scan);
+- a new message (appended here or by another process) is picked up with one ``load(after=...)``
+  and costs its own tokenization plus one pass over cached counts;
+- token counts are persisted in the store, so a reopened session is not re-tokenized;
+- rolling summaries are read from and written to the store (revision-checked);
+- every change of target model is logged in the store's migration log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from session_migrator._errors import ConflictError
+from session_migrator._messages import Message
+from session_migrator._migrate import MigrationResult, default_counter, migrate, resolve_target
+from session_migrator._strategies import Compressor
+from session_migrator._summarizers import Summarizer, Summary
+from session_migrator._tokens import TokenCounter
+from session_migrator._windows import ModelWindow
+
+if TYPE_CHECKING:
+    from session_migrator.store import BaseSessionStore
+
+__all__ = ["SessionFitter"]
+
+
+@dataclass(frozen=True)
+class _Key:
+    count: int
+    last_id: str | None
+    window: ModelWindow
+    strategy: str
+    reserve_output: int | None
+    extra_reserved: int
+    query: str | None
+
+
+class SessionFitter:
+    """The fitted view of ``session_id`` in ``store`` (see the module docstring).
+
+    ``store`` is a store object or URL (``None``: the embedded SQLite default). ``strategy`` is
+    ``auto``, ``trim``, ``summarize``, ``recall`` or a compressor; ``summarizer`` is used by
+    ``summarize``/``auto``/``recall``. Thread-safe.
+
+    >>> from session_migrator import Message
+    >>> fitter = SessionFitter("demo", store="memory://")
+    >>> fitter.append([Message("user", "hello")])
+    >>> [m.text for m in fitter.fit("gpt-4o").messages]
+    ['hello']
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        store: BaseSessionStore | str | None = None,
+        strategy: str | Compressor = "auto",
+        summarizer: Summarizer | None = None,
+        reserve_output: int | None = None,
+        workspace: str = "default",
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        from session_migrator.store import open_store
+
+        self.session_id = session_id
+        self.store: BaseSessionStore = (
+            open_store(store) if store is None or isinstance(store, str) else store
+        )
+        self.strategy = strategy
+        self.summarizer = summarizer
+        self.reserve_output = reserve_output
+        self.workspace = workspace
+        self.metadata = metadata
+        self._lock = threading.RLock()
+        self._messages: list[Message] = []
+        self._ids: set[str] = set()
+        self._loaded = False
+        self._cache: tuple[Hashable, MigrationResult] | None = None
+        self._persisted_counts: dict[str, set[str]] = {}
+        self._last_target: str | None = None
+        self._last_target_loaded = False
+
+    # -- the full log ----------------------------------------------------------------------
+
+    def refresh(self) -> list[Message]:
+        """Pick up messages appended since the last read (by anyone); returns the full log."""
+        with self._lock:
+            if not self._loaded:
+                self._messages = list(self.store.load(self.session_id))
+                self._ids = {m.id for m in self._messages}
+                self._loaded = True
+            else:
+                after = self._messages[-1].id if self._messages else None
+                for m in self.store.load(self.session_id, after=after):
+                    if m.id not in self._ids:
+                        self._ids.add(m.id)
+                        self._messages.append(m)
+            return self._messages
+
+    @property
+    def messages(self) -> list[Message]:
+        """The full log (a copy), oldest first."""
+        return list(self.refresh())
+
+    def append(self, messages: Sequence[Message]) -> None:
+        """Append to the store (idempotent by id) and to the cached log."""
+        if not messages:
+            return
+        with self._lock:
+            self.refresh()
+            self.store.append(
+                self.session_id, list(messages), workspace=self.workspace, metadata=self.metadata
+            )
+            for m in messages:
+                if m.id not in self._ids:
+                    self._ids.add(m.id)
+                    self._messages.append(m)
+
+    def clear(self) -> None:
+        """Delete the session from the store and forget the cache."""
+        with self._lock:
+            self.store.delete_session(self.session_id)
+            self._messages = []
+            self._ids = set()
+            self._cache = None
+
+    # -- the fitted view -------------------------------------------------------------------
+
+    def fit(
+        self,
+        target: str | ModelWindow,
+        *,
+        query: str | None = None,
+        extra_reserved: int = 0,
+        counter: TokenCounter | None = None,
+    ) -> MigrationResult:
+        """The conversation fitted to ``target`` (cached until the log or the target changes)."""
+        window = resolve_target(target)
+        with self._lock:
+            messages = self.refresh()
+            strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
+            key = _Key(
+                len(messages),
+                messages[-1].id if messages else None,
+                window,
+                strategy_name,
+                self.reserve_output,
+                extra_reserved,
+                query,
+            )
+            if self._cache is not None and self._cache[0] == key:
+                return self._cache[1]
+            counter = counter or default_counter(window)
+            self._prime_counts(messages, counter)
+            previous = self._stored_summary()
+            result = migrate(
+                messages,
+                window,
+                strategy=self.strategy,
+                query=query,
+                summarizer=self.summarizer,
+                reserve_output=self.reserve_output,
+                counter=counter,
+                previous_summary=previous[0] if previous else None,
+                extra_reserved=extra_reserved,
+                source_model=self._previous_target(),
+            )
+            self._persist_counts(messages, counter)
+            if result.summary is not None:
+                self._save_summary(result.summary, window.name, strategy_name, previous)
+            self._log(window.name, result)
+            self._cache = (key, result)
+            return result
+
+    async def afit(
+        self,
+        target: str | ModelWindow,
+        *,
+        query: str | None = None,
+        extra_reserved: int = 0,
+    ) -> MigrationResult:
+        """:meth:`fit` in a worker thread."""
+        return await asyncio.to_thread(
+            self.fit, target, query=query, extra_reserved=extra_reserved
+        )
+
+    # -- store bookkeeping -----------------------------------------------------------------
+
+    def _prime_counts(self, messages: list[Message], counter: TokenCounter) -> None:
+        cached = getattr(counter, "cached", None)
+        prime = getattr(counter, "prime", None)
+        if cached is None or prime is None:
+            return
+        persisted = self._persisted_counts.setdefault(counter.name, set())
+        missing = [m for m in messages if m.id not in persisted and cached(m) is None]
+        if not missing:
+            return
+        stored = self.store.get_token_counts(self.session_id, counter.name, [m.id for m in missing])
+        if stored:
+            prime({m: stored[m.id] for m in missing if m.id in stored})
+            persisted.update(stored)
+
+    def _persist_counts(self, messages: list[Message], counter: TokenCounter) -> None:
+        cached = getattr(counter, "cached", None)
+        if cached is None:
+            return
+        persisted = self._persisted_counts.setdefault(counter.name, set())
+        fresh: dict[str, int] = {}
+        for m in messages:
+            if m.id in persisted:
+                continue
+            value = cached(m)
+            if value is not None:
+                fresh[m.id] = value
+        if fresh:
+            self.store.put_token_counts(self.session_id, counter.name, fresh)
+            persisted.update(fresh)
+
+    def _stored_summary(self) -> tuple[Summary, int] | None:
+        stored = self.store.get_summary(self.session_id)
+        if stored is None:
+            return None
+        summary = Summary(
+            stored.text, stored.first_id, stored.last_id, stored.covered_count, stored.strategy
+        )
+        return summary, stored.revision
+
+    def _save_summary(
+        self,
+        summary: Summary,
+        model: str,
+        strategy: str,
+        previous: tuple[Summary, int] | None,
+    ) -> None:
+        if previous is not None and previous[0] == summary:
+            return
+        try:
+            self.store.put_summary(
+                self.session_id,
+                summary.text,
+                first_id=summary.first_id,
+                last_id=summary.last_id,
+                covered_count=summary.covered_count,
+                model=model,
+                strategy=summary.summarizer or strategy,
+                expected_revision=previous[1] if previous else 0,
+            )
+        except ConflictError:
+            pass  # another writer stored a summary first; theirs stands, ours is recomputable
+
+    def _previous_target(self) -> str | None:
+        if not self._last_target_loaded:
+            records = self.store.migrations(self.session_id)
+            self._last_target = records[-1].to_model if records else None
+            self._last_target_loaded = True
+        return self._last_target
+
+    def _log(self, model: str, result: MigrationResult) -> None:
+        from session_migrator.store import MigrationRecord
+
+        previous = self._previous_target()
+        if previous == model:
+            return
+        report = result.report
+        self.store.log_migration(
+            MigrationRecord(
+                session_id=self.session_id,
+                from_model=previous,
+                to_model=model,
+                tokens_before=report.tokens_before,
+                tokens_after=report.tokens_after,
+                budget=report.budget,
+                strategy=report.strategy,
+                decision=report.decision,
+            )
+        )
+        self._last_target = model
