@@ -81,11 +81,13 @@ def plan(
     messages = as_messages(source)
     window = resolve_target(target)
     counter = counter or default_counter(window)
-    budget = Budget.for_window(
-        window, exact=counter.exact, reserve_output=reserve_output, extra_reserved=extra_reserved
-    )
+    # count first: an online counter learns only while counting whether it fell back to estimates
     tokens = counter.count_messages(messages)
-    return Plan(window, budget, tokens, counter.exact, counter.name)
+    exact = counter.exact
+    budget = Budget.for_window(
+        window, exact=exact, reserve_output=reserve_output, extra_reserved=extra_reserved
+    )
+    return Plan(window, budget, tokens, exact, counter.name)
 
 
 @dataclass

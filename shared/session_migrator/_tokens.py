@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from session_migrator._calibration import calibrate, calibration_factor
+from session_migrator._calibration import reset_calibration as reset_calibration
 from session_migrator._encodings import ENCODINGS, get_encoding
 from session_migrator._messages import Message
 
@@ -321,41 +323,8 @@ def _shared_tiktoken(encoding: str) -> TiktokenCounter | None:
         return _tiktoken_counters.setdefault(encoding, counter)
 
 
-# -- calibration from observed usage -----------------------------------------------------------
-
-_calibration: dict[str, float] = {}
-_CALIBRATION_ALPHA = 0.5
-
-
-def calibration_factor(model: str) -> float:
-    """The learned correction for ``model``'s estimates (1.0 until usage is observed)."""
-    return _calibration.get(model, 1.0)
-
-
-def calibrate(model: str, *, estimated: int, observed: int) -> float:
-    """Fold one observation of real input tokens into ``model``'s estimate correction.
-
-    ``estimated`` is what this library counted for the request; ``observed`` what the provider
-    reported (``usage.input_tokens``). The factor moves halfway toward ``observed/estimated``
-    each time, within [0.5, 2.0]; exact counters ignore it. Returns the new factor.
-    """
-    if estimated <= 0 or observed <= 0:
-        return calibration_factor(model)
-    ratio = observed / estimated * calibration_factor(model)
-    with _registry_lock:
-        old = _calibration.get(model, 1.0)
-        new = min(2.0, max(0.5, old + (ratio - old) * _CALIBRATION_ALPHA))
-        _calibration[model] = round(new, 4)
-        return _calibration[model]
-
-
-def reset_calibration(model: str | None = None) -> None:
-    """Forget calibration for ``model`` (or for all models)."""
-    with _registry_lock:
-        if model is None:
-            _calibration.clear()
-        else:
-            _calibration.pop(model, None)
+# -- calibration: persisted per model in _calibration (calibrate, calibration_factor and
+# reset_calibration are re-exported from here) ----------------------------------------
 
 
 def counter_for(tokenizer: str, *, model: str | None = None) -> BaseCounter:
