@@ -1,0 +1,340 @@
+"""Claude Code session files: ``~/.claude/projects/<project>/<session>.jsonl``.
+
+Each line is an entry. ``user`` and ``assistant`` entries hold an Anthropic ``message`` whose
+content is a string or a list of blocks: ``text``, ``tool_use`` (assistant), ``tool_result`` and
+``image`` (user). One model response is often written as several ``assistant`` entries, one block
+each, with the same ``message.id``: they are merged back into one assistant message. A
+``tool_result`` becomes a ``role="tool"`` message after its call (``is_error`` results start with
+``[tool error]``). ``thinking`` blocks are skipped with a count (signed for the source model
+only); so are API error notices (``isApiErrorMessage``) and sub-agent entries (``isSidechain``).
+
+Entries form a tree through ``parentUuid``: a rewind leaves the abandoned branch in the file. The
+conversation is the chain from the last message back to the root (across a ``/compact`` boundary
+through ``logicalParentUuid``, so nothing before the compaction is lost); entries off that chain are
+skipped as ``off_branch`` (tool results and blocks of the same response written on a side branch
+are kept). Files without ``uuid`` fields are read in file order. ``summary`` entries give the
+session a ``title``; ``system``, ``file-history-snapshot`` and unknown entry types are skipped
+with a count. The last response's usage (input plus cache read and cache creation tokens) is
+recorded as ``observed_input_tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from session_migrator._errors import ImportFormatError
+from session_migrator._messages import ContentPart, Session, ToolCall
+from session_migrator.importers._common import (
+    Conversation,
+    ImportResult,
+    Record,
+    Stats,
+    image_part,
+    read_jsonl,
+    result_text,
+    stable_id,
+    text_or_parts,
+    text_part,
+)
+
+__all__ = ["import_claude_code"]
+
+FORMAT = "claude-code"
+_MESSAGE_TYPES = {"user", "assistant"}
+_IGNORED_TYPES = {"system", "file-history-snapshot", "queue-operation"}
+_SYNTHETIC_MODEL = "<synthetic>"
+
+
+def import_claude_code(
+    path: str | Path, *, session_id: str | None = None, workspace: str = "default"
+) -> ImportResult:
+    """Read one Claude Code session file into a :class:`~session_migrator.Session`.
+
+    ``session_id`` defaults to the file's ``sessionId`` (else the file name). Raises
+    :class:`~session_migrator.ImportFormatError` when the file is not a Claude Code session.
+
+    >>> result = import_claude_code("~/.claude/projects/p/5b1c.jsonl")  # doctest: +SKIP
+    >>> result.source_model  # doctest: +SKIP
+    'claude-sonnet-4-5-20250929'
+    """
+    path = Path(path).expanduser()
+    stats = Stats()
+    records, nlines = read_jsonl(path, stats, format_name="Claude Code session")
+    entries = [r for r in records if _is_message(r.data)]
+    if not entries and not any(r.data.get("type") == "summary" for r in records):
+        raise ImportFormatError(
+            f"{path}: line {records[0].line}: no Claude Code user/assistant entries found; is it "
+            "a Codex rollout? Try `session-migrator import codex`."
+        )
+    source_id = next(
+        (r.data["sessionId"] for r in records if isinstance(r.data.get("sessionId"), str)), None
+    )
+    sid = session_id or source_id or path.stem
+    reader = _Reader(stats, key=sid)
+    reader.scan(records)
+    for rec in _select(entries, records, stats):
+        reader.entry(rec)
+    reader.flush()
+    messages = reader.conversation.build()
+    if not messages:
+        stats.warnings.append("no messages in this session")
+    return ImportResult(
+        session=Session(
+            sid, tuple(messages), workspace=workspace, metadata=reader.metadata(path, source_id)
+        ),
+        path=path,
+        skipped=dict(stats.skipped),
+        repaired=dict(stats.repaired),
+        warnings=list(stats.warnings),
+        lines=nlines,
+    )
+
+
+def _is_message(data: Mapping[str, Any]) -> bool:
+    return data.get("type") in _MESSAGE_TYPES and isinstance(data.get("message"), Mapping)
+
+
+def _uuid(rec: Record) -> str | None:
+    value = rec.data.get("uuid")
+    return value if isinstance(value, str) and value else None
+
+
+def _select(entries: list[Record], records: list[Record], stats: Stats) -> list[Record]:
+    """The message entries of the active conversation, in file order."""
+    live: list[Record] = []
+    seen: set[str] = set()
+    for rec in entries:
+        uid = _uuid(rec)
+        if rec.data.get("isSidechain") is True:
+            stats.skip("sidechain")
+        elif uid is not None and uid in seen:
+            stats.skip("duplicate_entry")
+        else:
+            if uid is not None:
+                seen.add(uid)
+            live.append(rec)
+    if not live or any(_uuid(r) is None for r in live):
+        return live
+    by_uuid = {u: r for r in records if (u := _uuid(r)) is not None}
+    chain: set[str] = set()
+    cur: Record | None = live[-1]
+    while cur is not None:
+        uid = _uuid(cur)
+        if uid is None or uid in chain:
+            break
+        chain.add(uid)
+        parent = cur.data.get("parentUuid") or cur.data.get("logicalParentUuid")
+        if not isinstance(parent, str):
+            break
+        cur = by_uuid.get(parent)
+        if cur is None:
+            stats.warnings.append(
+                f"entry {uid} names a parent {parent} that is not in the file; the conversation "
+                "starts after it"
+            )
+    on_chain = [r for r in live if _uuid(r) in chain]
+    response_ids = {_response_id(r) for r in on_chain} - {None}
+    calls = {c for r in on_chain for c in _blocks_of(r, "tool_use", "id")}
+    answered = {c for r in on_chain for c in _blocks_of(r, "tool_result", "tool_use_id")}
+    kept: list[Record] = []
+    for rec in live:
+        if _uuid(rec) in chain:
+            kept.append(rec)
+        elif _response_id(rec) in response_ids or _answers_only(rec, calls - answered):
+            kept.append(rec)  # a block of a kept response, or a result written on a side branch
+        else:
+            stats.skip("off_branch")
+    if stats.skipped["off_branch"]:
+        stats.warnings.append(
+            f"{stats.skipped['off_branch']} entries on abandoned branches (rewinds, edits) were "
+            "skipped; the conversation follows the last message back to the start"
+        )
+    return kept
+
+
+def _response_id(rec: Record) -> str | None:
+    if rec.data.get("type") != "assistant":
+        return None
+    value = rec.data["message"].get("id")
+    return value if isinstance(value, str) else None
+
+
+def _blocks_of(rec: Record, block_type: str, key: str) -> list[str]:
+    content = rec.data["message"].get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        b[key]
+        for b in content
+        if isinstance(b, Mapping) and b.get("type") == block_type and isinstance(b.get(key), str)
+    ]
+
+
+def _answers_only(rec: Record, open_calls: set[str]) -> bool:
+    content = rec.data["message"].get("content")
+    if rec.data.get("type") != "user" or not isinstance(content, list) or not content:
+        return False
+    ids = _blocks_of(rec, "tool_result", "tool_use_id")
+    return len(ids) == len(content) and all(i in open_calls for i in ids)
+
+
+class _Reader:
+    """Turns selected entries into conversation items; ``key`` goes into every message id."""
+
+    def __init__(self, stats: Stats, *, key: str) -> None:
+        self.stats = stats
+        self.conversation = Conversation(stats, id_prefix="cc", key=key)
+        self.models: list[str] = []
+        self.observed: int | None = None
+        self.title: str | None = None
+        self.facts: dict[str, str] = {}
+        self._key = key
+        self._unknown: set[str] = set()
+        self._pending: tuple[str | None, str, list[str], list[ToolCall]] | None = None
+
+    def scan(self, records: list[Record]) -> None:
+        """Read what is not a message: titles, cwd, version, skipped entry types."""
+        for rec in records:
+            data = rec.data
+            kind = data.get("type")
+            for key, name in (
+                ("cwd", "cwd"),
+                ("version", "cli_version"),
+                ("gitBranch", "git_branch"),
+            ):
+                if isinstance(data.get(key), str) and data[key]:
+                    self.facts[name] = data[key]
+            if isinstance(data.get("timestamp"), str):
+                self.facts.setdefault("started_at", data["timestamp"])
+            if _is_message(data):
+                continue
+            if kind == "summary":
+                if isinstance(data.get("summary"), str):
+                    self.title = data["summary"]
+            elif kind in _IGNORED_TYPES:
+                self.stats.skip(str(kind))
+            else:
+                key = f"unknown:{kind}" if isinstance(kind, str) else "unknown"
+                self.stats.skip(key)
+                if key not in self._unknown:
+                    self._unknown.add(key)
+                    self.stats.warnings.append(
+                        f"skipped entry type {kind!r}: not a Claude Code entry this importer knows"
+                    )
+
+    def _id(self, rec: Record, *suffix: object) -> str:
+        return stable_id(f"cc{rec.line:06d}", self._key, _uuid(rec) or rec.digest, *suffix)
+
+    def entry(self, rec: Record) -> None:
+        if rec.data.get("type") == "assistant":
+            self._assistant(rec)
+        else:
+            self.flush()
+            self._user(rec)
+
+    def flush(self) -> None:
+        """Emit the assistant response being merged, if any."""
+        if self._pending is not None:
+            _, msg_id, texts, calls = self._pending
+            self.conversation.message("assistant", "\n\n".join(texts), id=msg_id, calls=calls)
+            self._pending = None
+
+    def _assistant(self, rec: Record) -> None:
+        data = rec.data
+        message = data["message"]
+        if data.get("isApiErrorMessage") is True or message.get("model") == _SYNTHETIC_MODEL:
+            self.stats.skip("api_error_message")
+            return
+        response_id = message.get("id") if isinstance(message.get("id"), str) else None
+        if self._pending is None or response_id is None or self._pending[0] != response_id:
+            self.flush()
+            self._pending = (response_id, self._id(rec), [], [])
+        _, _, texts, calls = self._pending
+        model = message.get("model")
+        if isinstance(model, str) and model:
+            if model in self.models:
+                self.models.remove(model)
+            self.models.append(model)
+        usage = message.get("usage")
+        if isinstance(usage, Mapping):
+            total = sum(
+                v
+                for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+                if isinstance(v := usage.get(k), int) and not isinstance(v, bool)
+            )
+            if total > 0:
+                self.observed = total
+        content = message.get("content")
+        for block in [content] if isinstance(content, str) else content or ():
+            btype = block.get("type") if isinstance(block, Mapping) else "text"
+            if isinstance(block, str):
+                texts.append(block)
+            elif btype == "text" and isinstance(block.get("text"), str):
+                if block["text"].strip():
+                    texts.append(block["text"])
+            elif btype == "tool_use" and isinstance(block.get("id"), str):
+                name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+                args = json.dumps(block.get("input", {}), ensure_ascii=False)
+                calls.append(ToolCall(block["id"], str(name), args))
+            elif btype in ("thinking", "redacted_thinking"):
+                self.stats.skip("thinking")
+            else:
+                self.stats.skip(f"content:{btype}")
+
+    def _user(self, rec: Record) -> None:
+        content = rec.data["message"].get("content")
+        conv = self.conversation
+        if isinstance(content, str):
+            conv.message("user", content, id=self._id(rec))
+            return
+        parts: list[ContentPart] = []
+        for block in content if isinstance(content, list) else ():
+            btype = block.get("type") if isinstance(block, Mapping) else None
+            if btype == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                call_id = block["tool_use_id"]
+                text = result_text(block.get("content"))
+                if block.get("is_error") is True:
+                    text = f"[tool error] {text}"
+                conv.tool_output(call_id, text, id=conv.result_id(call_id))
+            elif btype == "text" and isinstance(block.get("text"), str):
+                parts.append(text_part(block["text"]))
+            elif btype == "image" and (url := _image_url(block.get("source"))) is not None:
+                parts.append(image_part(url))
+            else:
+                self.stats.skip(f"content:{btype}")
+        if parts:
+            conv.message("user", text_or_parts(parts), id=self._id(rec))
+
+    def metadata(self, path: Path, source_id: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "source_format": FORMAT,
+            "source_path": str(path),
+            "source_session_id": source_id,
+            "source_model": self.models[-1] if self.models else None,
+            "observed_input_tokens": self.observed,
+            "cwd": self.facts.get("cwd"),
+        }
+        if len(self.models) > 1:
+            out["source_models"] = list(self.models)
+        if self.title is not None:
+            out["title"] = self.title
+        for name in ("cli_version", "git_branch", "started_at"):
+            if name in self.facts:
+                out[name] = self.facts[name]
+        return out
+
+
+def _image_url(source: Any) -> str | None:
+    """An Anthropic image source as a URL (``data:`` for base64)."""
+    if not isinstance(source, Mapping):
+        return None
+    if source.get("type") == "base64" and isinstance(source.get("data"), str):
+        media = source.get("media_type")
+        media = media if isinstance(media, str) else "image/png"
+        return f"data:{media};base64,{source['data']}"
+    if source.get("type") == "url" and isinstance(source.get("url"), str):
+        return str(source["url"])
+    return None

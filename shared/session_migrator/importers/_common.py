@@ -1,0 +1,396 @@
+"""What the importers share: the result record, a tolerant JSON Lines reader, stable ids, and the
+assembler that pairs tool calls with their results.
+
+Reading rules (both formats):
+
+- a file that cannot be read at all (missing, empty, binary, or with no JSON object on any line)
+  raises :class:`~session_migrator.ImportFormatError` naming the path and the line;
+- an unparseable *last* line is a write that was cut short: skipped, counted as
+  ``truncated_last_line``; an unparseable line elsewhere is skipped as ``invalid_json``;
+- bytes that are not UTF-8 are replaced with U+FFFD, the line is kept, and each such line is
+  counted as ``non_utf8_line`` in ``repaired`` with a warning naming the lines.
+
+Pairing rules (:class:`Conversation`): a tool result is placed right after the assistant message
+that made the call, whatever its position in the file; a result whose call is nowhere in the file
+is dropped (``skipped["orphan_tool_output"]``); a call with no result gets a placeholder result
+marked ``{"session_migrator": {"kind": "placeholder_result"}}`` (counted as
+``repaired["placeholder_result"]``), so the conversation never holds an orphan on either side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from session_migrator._errors import ImportFormatError
+from session_migrator._messages import MARKER_KEY, ContentPart, Message, Role, Session, ToolCall
+
+__all__ = ["Conversation", "ImportResult", "Record", "Stats", "read_jsonl", "stable_id"]
+
+#: Text of the result synthesised for a tool call whose result is not in the file.
+PLACEHOLDER_RESULT = (
+    "[no result was recorded for this tool call: the session ended or was interrupted "
+    "before the tool returned]"
+)
+_MAX_LINES_NAMED = 5
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """One imported session file.
+
+    ``session`` holds core messages: assistant messages carry ``tool_calls`` and every call is
+    answered by a ``role="tool"`` message right after it. ``session.metadata`` names the source
+    (``source_format``, ``source_path``, ``source_session_id``, ``source_model``, ``cwd``, and for
+    Codex ``observed_input_tokens``: the input the source model really saw on its last request).
+    ``skipped`` counts what was not turned into messages, by reason or line type; ``repaired``
+    counts what was fixed on the way (placeholder results, moved results, non-UTF-8 lines);
+    ``warnings`` says in words what a user should know.
+    """
+
+    session: Session
+    path: Path
+    skipped: dict[str, int] = field(default_factory=dict)
+    repaired: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    lines: int = 0
+
+    @property
+    def source_model(self) -> str | None:
+        """The model that last answered in the source session, if the file says."""
+        value = self.session.metadata.get("source_model")
+        return value if isinstance(value, str) else None
+
+    @property
+    def observed_input_tokens(self) -> int | None:
+        """The source model's real input token count on its last request, if recorded."""
+        value = self.session.metadata.get("observed_input_tokens")
+        return value if isinstance(value, int) else None
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-serialisable digest: ids, counts, skips, repairs and warnings."""
+        msgs = self.session.messages
+        return {
+            "path": str(self.path),
+            "session_id": self.session.id,
+            "workspace": self.session.workspace,
+            "source_format": self.session.metadata.get("source_format"),
+            "source_model": self.source_model,
+            "observed_input_tokens": self.observed_input_tokens,
+            "lines": self.lines,
+            "messages": len(msgs),
+            "tool_calls": sum(len(m.tool_calls) for m in msgs),
+            "skipped": dict(self.skipped),
+            "repaired": dict(self.repaired),
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass
+class Stats:
+    """Counters filled while reading one file."""
+
+    skipped: Counter[str] = field(default_factory=Counter)
+    repaired: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.skipped[reason] += n
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One parsed line: its 1-based line number, the object, and a digest of the raw bytes."""
+
+    line: int
+    data: dict[str, Any]
+    digest: str
+
+
+def _name_lines(lines: list[int]) -> str:
+    """``line 7`` or ``lines 3, 9 and 12 more``."""
+    shown = ", ".join(str(n) for n in lines[:_MAX_LINES_NAMED])
+    more = f" and {len(lines) - _MAX_LINES_NAMED} more" if len(lines) > _MAX_LINES_NAMED else ""
+    return f"{'line' if len(lines) == 1 else 'lines'} {shown}{more}"
+
+
+def read_jsonl(path: Path, stats: Stats, *, format_name: str) -> tuple[list[Record], int]:
+    """The JSON objects of ``path``, one per line, and the number of lines read.
+
+    Raises :class:`ImportFormatError` when the file is missing, empty, binary, or holds no JSON
+    object at all; everything less serious is counted in ``stats`` (see the module docstring).
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ImportFormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ImportFormatError(f"{path}: is a directory, not a {format_name} file") from None
+    except OSError as exc:
+        raise ImportFormatError(f"{path}: cannot read ({exc.strerror})") from None
+    if not data.strip():
+        raise ImportFormatError(f"{path}: line 1: empty file, not a {format_name} file")
+    nul = data.find(b"\x00", 0, 8192)
+    if nul != -1 and b"\n" not in data[:nul]:
+        raise ImportFormatError(_binary(path, data, nul, format_name))
+    raw_lines = data.split(b"\n")
+    blank = b" \t\r\x00"  # a crash can leave a tail of NUL bytes: treated as blank
+    if not any(raw.strip(blank) for raw in raw_lines):
+        raise ImportFormatError(_binary(path, data, max(nul, 0), format_name))
+    last = max(i for i, raw in enumerate(raw_lines) if raw.strip(blank))
+    records: list[Record] = []
+    bad_utf8: list[int] = []
+    bad_json: list[int] = []
+    first_error: tuple[int, str] | None = None
+    for i, raw in enumerate(raw_lines[: last + 1]):
+        lineno = i + 1
+        if not raw.strip(blank):
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("utf-8", "replace")
+            bad_utf8.append(lineno)
+        try:
+            obj = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            first_error = first_error or (lineno, f"not JSON ({reason})")
+            if i == last:
+                stats.skip("truncated_last_line")
+                stats.warnings.append(
+                    f"line {lineno}: the last line is cut short (the file was still being "
+                    "written?); skipped"
+                )
+            else:
+                stats.skip("invalid_json")
+                bad_json.append(lineno)
+            continue
+        if not isinstance(obj, dict):
+            first_error = first_error or (lineno, f"a JSON {type(obj).__name__}, not an object")
+            stats.skip("not_an_object")
+            continue
+        digest = hashlib.blake2b(raw, digest_size=6).hexdigest()
+        records.append(Record(lineno, obj, digest))
+    if not records:
+        if nul != -1:
+            raise ImportFormatError(_binary(path, data, nul, format_name))
+        where, what = first_error or (1, "no JSON object")
+        raise ImportFormatError(f"{path}: line {where}: {what}; this is not a {format_name} file")
+    if bad_json:
+        stats.warnings.append(f"{_name_lines(bad_json)}: not valid JSON; skipped")
+    if bad_utf8:
+        stats.repaired["non_utf8_line"] += len(bad_utf8)
+        stats.warnings.append(
+            f"{_name_lines(bad_utf8)}: bytes that are not UTF-8 were replaced with U+FFFD"
+        )
+    return records, last + 1
+
+
+def _binary(path: Path, data: bytes, offset: int, format_name: str) -> str:
+    line = data.count(b"\n", 0, offset) + 1
+    return (
+        f"{path}: line {line}: binary data (NUL byte at offset {offset}), not a {format_name} file"
+    )
+
+
+def stable_id(prefix: str, *parts: object) -> str:
+    """A deterministic message id: ``prefix`` and a digest of ``parts``."""
+    blob = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
+    return f"{prefix}-{hashlib.blake2b(blob, digest_size=8).hexdigest()}"
+
+
+# -- Pairing ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Turn:
+    role: Role
+    content: str | tuple[ContentPart, ...]
+    id: str
+    calls: list[ToolCall] = field(default_factory=list)
+    open: bool = False  # an assistant turn that later tool calls may still join
+
+
+@dataclass
+class _Output:
+    call_id: str
+    content: str
+    id: str
+
+
+class Conversation:
+    """Collects messages, tool calls and tool results in file order, then pairs them.
+
+    Feed it with :meth:`message`, :meth:`tool_call` and :meth:`tool_output`, then call
+    :meth:`build`. A tool call joins the assistant message just before it (text first, then calls,
+    as one model response) unless a result or another message came in between.
+    """
+
+    def __init__(self, stats: Stats, *, id_prefix: str, key: str) -> None:
+        self._stats = stats
+        self._prefix = id_prefix
+        self._key = key
+        self._items: list[_Turn | _Output] = []
+
+    def message(
+        self,
+        role: Role,
+        content: str | tuple[ContentPart, ...],
+        *,
+        id: str,
+        calls: list[ToolCall] | None = None,
+    ) -> None:
+        """Add a system, user or assistant message (an assistant one may carry calls)."""
+        self._items.append(_Turn(role, content, id, list(calls or ()), open=role == "assistant"))
+
+    def tool_call(self, call: ToolCall, *, id: str) -> None:
+        """Add one call; it joins the open assistant message or starts a new one with ``id``."""
+        last = self._items[-1] if self._items else None
+        if isinstance(last, _Turn) and last.open:
+            last.calls.append(call)
+        else:
+            self._items.append(_Turn("assistant", "", id, [call], open=True))
+
+    def tool_output(self, call_id: str, content: str, *, id: str) -> None:
+        """Add the result of the call ``call_id``."""
+        last = self._items[-1] if self._items else None
+        if isinstance(last, _Turn):
+            last.open = False
+        self._items.append(_Output(call_id, content, id))
+
+    def close_turn(self) -> None:
+        """End the open assistant message: later calls start a new one."""
+        last = self._items[-1] if self._items else None
+        if isinstance(last, _Turn):
+            last.open = False
+
+    def build(self) -> list[Message]:
+        """The paired conversation; see the module docstring for the rules."""
+        calls_seen: set[str] = set()
+        for item in self._items:
+            if isinstance(item, _Turn):
+                unique = []
+                for call in item.calls:
+                    if call.id in calls_seen:
+                        self._stats.skip("duplicate_tool_call")
+                        continue
+                    calls_seen.add(call.id)
+                    unique.append(call)
+                item.calls = unique
+        outputs: dict[str, _Output] = {}
+        for item in self._items:
+            if isinstance(item, _Output):
+                if item.call_id not in calls_seen:
+                    self._stats.skip("orphan_tool_output")
+                elif item.call_id in outputs:
+                    self._stats.skip("duplicate_tool_output")
+                else:
+                    outputs[item.call_id] = item
+        messages: list[Message] = []
+        in_block: set[str] = set()
+        for item in self._items:
+            if isinstance(item, _Output):
+                if outputs.get(item.call_id) is item and item.call_id not in in_block:
+                    self._stats.repaired["moved_tool_output"] += 1
+                continue
+            in_block = {c.id for c in item.calls}
+            if not item.calls and _is_empty(item.content):
+                self._stats.skip("empty_message")
+                continue
+            messages.append(
+                Message(item.role, item.content, tool_calls=tuple(item.calls), id=item.id)
+            )
+            for call in item.calls:
+                out = outputs.get(call.id)
+                if out is not None:
+                    messages.append(Message("tool", out.content, tool_call_id=call.id, id=out.id))
+                else:
+                    self._stats.repaired["placeholder_result"] += 1
+                    messages.append(
+                        Message(
+                            "tool",
+                            PLACEHOLDER_RESULT,
+                            tool_call_id=call.id,
+                            id=self.result_id(call.id),
+                            extra={MARKER_KEY: {"kind": "placeholder_result"}},
+                        )
+                    )
+        self._warn_pairing()
+        return messages
+
+    def result_id(self, call_id: str) -> str:
+        """The id of the result message for ``call_id`` (the same for a placeholder)."""
+        return stable_id(self._prefix, self._key, "result", call_id)
+
+    def _warn_pairing(self) -> None:
+        s, r = self._stats.skipped, self._stats.repaired
+        if s["orphan_tool_output"]:
+            self._stats.warnings.append(
+                f"{s['orphan_tool_output']} tool result(s) answer a call that is not in the file; "
+                "dropped"
+            )
+        if r["placeholder_result"]:
+            self._stats.warnings.append(
+                f"{r['placeholder_result']} tool call(s) have no recorded result; a placeholder "
+                "result was added after each"
+            )
+        for key in ("orphan_tool_output", "duplicate_tool_output", "duplicate_tool_call"):
+            if not s[key]:
+                del s[key]
+        for key in ("placeholder_result", "moved_tool_output"):
+            if not r[key]:
+                del r[key]
+
+
+def _is_empty(content: str | tuple[ContentPart, ...]) -> bool:
+    if isinstance(content, str):
+        return not content.strip()
+    return not content
+
+
+def text_or_parts(parts: list[ContentPart]) -> str | tuple[ContentPart, ...]:
+    """A lone text part as a plain string, anything else as a tuple of parts."""
+    if len(parts) == 1 and parts[0].type == "text":
+        return parts[0].text or ""
+    return tuple(parts)
+
+
+def text_part(text: str) -> ContentPart:
+    return ContentPart("text", text, {"type": "text", "text": text})
+
+
+def image_part(url: str) -> ContentPart:
+    """An image as an OpenAI ``image_url`` part (a ``data:`` URL or a web address)."""
+    return ContentPart("image", None, {"type": "image_url", "image_url": {"url": url}})
+
+
+def iter_strings(value: Any) -> Iterator[str]:
+    """The text pieces of a tool result given as a string, a list of blocks, or an object."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for block in value:
+            yield from iter_strings(block)
+    elif isinstance(value, Mapping):
+        text = value.get("text")
+        if isinstance(text, str):
+            yield text
+        elif value.get("type") in ("image", "input_image", "image_url"):
+            yield "[image omitted]"
+        elif isinstance(value.get("content"), str | list):
+            yield from iter_strings(value["content"])
+        else:
+            yield json.dumps(value, ensure_ascii=False, sort_keys=True)
+    elif value is not None:
+        yield json.dumps(value, ensure_ascii=False)
+
+
+def result_text(value: Any) -> str:
+    """A tool result as one string."""
+    return "\n".join(iter_strings(value))
