@@ -1,4 +1,15 @@
-"""session-migrator: move a conversation between models without losing anything."""
+"""session-migrator: move a conversation between models without losing anything.
+
+If the whole conversation fits the target model's input budget it moves as is; if not, a strategy
+keeps the most valuable context (system prompt, newest turns, a summary of what was cut, the older
+turns that matter for the current question) and never exceeds the budget. The full conversation
+stays in the session store.
+
+>>> from session_migrator import Message, migrate
+>>> result = migrate([Message("user", "Hello!")], "gpt-4o")
+>>> result.report.decision
+'fits'
+"""
 
 from session_migrator._errors import (
     BudgetError,
@@ -12,6 +23,7 @@ from session_migrator._errors import (
     SummarizerError,
     UnknownModelError,
 )
+from session_migrator._fitter import SessionFitter
 from session_migrator._messages import (
     ContentPart,
     Message,
@@ -20,6 +32,30 @@ from session_migrator._messages import (
     messages_from_openai,
     messages_to_openai,
 )
+from session_migrator._migrate import MigrationReport, MigrationResult, Plan, migrate, plan
+from session_migrator._models import (
+    known_models,
+    load_overrides,
+    lookup_model,
+    normalize_model_name,
+    register_model,
+    unregister_model,
+)
+from session_migrator._rules import chat_rule_violations
+from session_migrator._strategies import (
+    AutoStrategy,
+    CompressionResult,
+    Compressor,
+    RecallStrategy,
+    SummarizeStrategy,
+    TrimStrategy,
+)
+from session_migrator._summarizers import (
+    ExtractiveSummarizer,
+    OpenAISummarizer,
+    Summarizer,
+    Summary,
+)
 from session_migrator._tokens import (
     EstimateWarning,
     EstimatingCounter,
@@ -27,34 +63,61 @@ from session_migrator._tokens import (
     TokenCount,
     TokenCounter,
     calibrate,
+    counter_for,
 )
 from session_migrator._version import __version__
 from session_migrator._windows import Budget, ModelWindow
+from session_migrator.store import open_store
 
 __all__ = [
+    "AutoStrategy",
     "Budget",
     "BudgetError",
+    "CompressionResult",
+    "Compressor",
     "ConflictError",
     "ContentPart",
     "EstimateWarning",
     "EstimatingCounter",
+    "ExtractiveSummarizer",
     "ImportFormatError",
     "InvalidMessageError",
     "Message",
+    "MigrationReport",
+    "MigrationResult",
     "MissingDependencyError",
     "ModelWindow",
+    "OpenAISummarizer",
+    "Plan",
+    "RecallStrategy",
     "Session",
+    "SessionFitter",
     "SessionMigratorError",
     "SessionNotFoundError",
     "StoreError",
+    "SummarizeStrategy",
+    "Summarizer",
     "SummarizerError",
+    "Summary",
     "TiktokenCounter",
     "TokenCount",
     "TokenCounter",
     "ToolCall",
+    "TrimStrategy",
     "UnknownModelError",
     "__version__",
     "calibrate",
+    "chat_rule_violations",
+    "counter_for",
+    "known_models",
+    "load_overrides",
+    "lookup_model",
     "messages_from_openai",
     "messages_to_openai",
+    "migrate",
+    "normalize_model_name",
+    "open_store",
+    "plan",
+    "register_model",
+    "unregister_model",
 ]

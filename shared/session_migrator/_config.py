@@ -10,6 +10,7 @@ Library code reads the environment and never writes it.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -27,6 +28,11 @@ def data_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     value = os.environ.get(HOME_ENV)
     if value:
         return Path(value)
+    return _platform_data_dir()
+
+
+@functools.cache
+def _platform_data_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("session-migrator", appauthor=False))

@@ -86,10 +86,13 @@ class Message:
             raise InvalidMessageError(
                 f"role must be one of {', '.join(ROLES)}, got {self.role!r}", field="role"
             )
-        if isinstance(self.content, list):
-            object.__setattr__(self, "content", tuple(self.content))
-        if isinstance(self.tool_calls, list):
-            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        # lists are accepted at runtime and frozen into tuples
+        content: object = self.content
+        if isinstance(content, list):
+            object.__setattr__(self, "content", tuple(content))
+        calls: object = self.tool_calls
+        if isinstance(calls, list):
+            object.__setattr__(self, "tool_calls", tuple(calls))
         if self.role == "tool" and not self.tool_call_id:
             raise InvalidMessageError(
                 "a tool message needs the tool_call_id of the call it answers",
@@ -373,7 +376,8 @@ class Session:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.messages, tuple):
+        messages: object = self.messages
+        if not isinstance(messages, tuple):
             object.__setattr__(self, "messages", tuple(self.messages))
 
 

@@ -26,7 +26,7 @@ def resolve_target(target: str | ModelWindow, **explicit: int | None) -> ModelWi
 
     ``explicit`` values (``context_window``, ``max_input_tokens``, ``max_output_tokens``) win.
     """
-    given = {k: v for k, v in explicit.items() if v is not None}
+    given: dict[str, int] = {k: v for k, v in explicit.items() if v is not None}
     if isinstance(target, ModelWindow):
         if not given:
             return target
@@ -35,7 +35,12 @@ def resolve_target(target: str | ModelWindow, **explicit: int | None) -> ModelWi
         return target.with_changes(source="explicit", **given)
     from session_migrator._models import lookup_model
 
-    return lookup_model(target, **given)
+    return lookup_model(
+        target,
+        context_window=given.get("context_window"),
+        max_input_tokens=given.get("max_input_tokens"),
+        max_output_tokens=given.get("max_output_tokens"),
+    )
 
 
 def default_counter(window: ModelWindow) -> TokenCounter:

@@ -247,7 +247,7 @@ class OpenAISummarizer:
         self.model = model or default_model
         self.max_input_tokens = max_input_tokens
         self.temperature = temperature
-        self._client = client or openai.OpenAI(
+        self._client: Any = client or openai.OpenAI(
             api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
         self._errors: tuple[type[BaseException], ...] = (openai.OpenAIError,)

@@ -1,0 +1,193 @@
+"""Model names: how a name was routed, its bare form, and the tokenizer it implies.
+
+Pure functions over strings, shared by the lookup (``_models``), the live cache (``_live``) and
+the script that builds the bundled table, so that all three agree on what a name means.
+
+>>> normalize_model_name("us.anthropic.claude-3-5-sonnet-20241022-v2:0")
+'claude-3-5-sonnet'
+>>> infer_tokenizer("openai/gpt-4o-mini"), infer_tokenizer("claude-opus-4-7")
+('o200k_base', 'claude-4.7')
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+
+from session_migrator._encodings import ENCODINGS
+from session_migrator._tokens import FAMILY_MULTIPLIERS
+
+__all__ = [
+    "check_tokenizer",
+    "infer_tokenizer",
+    "name_candidates",
+    "normalize_model_name",
+    "route_name",
+]
+
+# -- name normalisation --------------------------------------------------------------------------
+
+_BEDROCK_REGIONS = frozenset({"us", "eu", "apac", "au", "jp", "global", "us-gov", "ca", "sa"})
+_BEDROCK_VENDORS = frozenset(
+    {
+        "ai21", "amazon", "anthropic", "cohere", "deepseek", "google", "meta", "minimax",
+        "mistral", "moonshotai", "nvidia", "openai", "qwen", "twelvelabs", "writer", "xai", "zai",
+    }
+)  # fmt: skip
+_TAG = re.compile(r":[a-z][a-z-]*$")  # :free, :beta, :thinking, :latest ...
+_BEDROCK_VERSION = re.compile(r"-v?\d+:\d+$")  # -v1:0, -v2:0, -1:0
+_VERTEX_AT = re.compile(r"@([a-z0-9-]+)$")
+_CLAUDE_LEGACY = re.compile(r"claude-(?:[12](?:[.-]|$)|instant|v\d)")
+_CLAUDE_SWAPPED = re.compile(r"^claude-(\d+)(?:-(\d))?-(opus|sonnet|haiku)(?=-|$)")
+_SUFFIXES = (
+    re.compile(r"-\d{4}-\d{2}-\d{2}$"),  # -2024-08-06
+    re.compile(r"-20\d{6}$"),  # -20250514
+    re.compile(r"-latest$"),
+    re.compile(r"-0\d\d$"),  # -001, -002
+    re.compile(r"-(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])$"),  # -0613 (MMDD)
+    re.compile(r"-2[3-9](?:0[1-9]|1[0-2])$"),  # -2411 (YYMM)
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def route_name(name: str) -> str:
+    """``name`` lowercased, without how it was routed; dates and versions are kept.
+
+    Removes provider prefixes (anything up to the last ``/``), fine-tune wrappers
+    (``ft:BASE:org::id``), Bedrock region and vendor prefixes and API versions (``-v1:0``),
+    Vertex ``@`` versions (``@20240620`` becomes ``-20240620``; ``@001``, ``@default`` go),
+    ``:free``-style tags; spells Claude ids the way Anthropic does (``claude-3.5-sonnet`` ->
+    ``claude-3-5-sonnet``, ``claude-4-opus`` -> ``claude-opus-4``).
+
+    >>> route_name("bedrock/us.anthropic.claude-3-haiku-20240307-v1:0")
+    'claude-3-haiku-20240307'
+    """
+    s = name.strip().lower().rsplit("/", 1)[-1]
+    if s.startswith("ft:"):
+        s = s.split(":")[1] or s
+    s = _TAG.sub("", s)
+    head, dot, rest = s.partition(".")
+    if dot and head in _BEDROCK_REGIONS:
+        head2, dot2, rest2 = rest.partition(".")
+        if dot2 and head2 in _BEDROCK_VENDORS:
+            head, s = head2, rest2
+    elif dot and head in _BEDROCK_VENDORS:
+        s = rest
+    if head == "deepseek" and not s.startswith("deepseek"):
+        s = f"deepseek-{s}"  # Bedrock's deepseek.v3.2, deepseek.r1
+    match = _BEDROCK_VERSION.search(s)
+    if match and "-" in s[: match.start()]:
+        s = s[: match.start()]
+    match = _VERTEX_AT.search(s)
+    if match:
+        tag = match.group(1)
+        drop = tag in ("default", "latest") or re.fullmatch(r"\d{3}", tag)
+        s = s[: match.start()] + ("" if drop else f"-{tag}")
+    s = re.sub(r"-v\d+(?=-20\d{6}$)", "", s)  # Vertex claude-3-5-sonnet-v2@20241022
+    if ":" in s and not s.rsplit(":", 1)[1].isdigit():
+        s = s.replace(":", "-")  # ollama size tags: llama3:70b
+    s = re.sub(r"^(?:anthropic-(?=claude-)|openai-(?=gpt-|o\d))", "", s)
+    if s.startswith("claude-") and not _CLAUDE_LEGACY.match(s):
+        s = re.sub(r"(?<=\d)\.(?=\d)", "-", s)
+        s = re.sub(r"^(claude-[a-z]+-\d)(\d)(?=-|$)", r"\1-\2", s)  # copilot's claude-opus-41
+        swapped = _CLAUDE_SWAPPED.match(s)
+        if swapped and int(swapped.group(1)) >= 4:
+            major, minor, tier = swapped.groups()
+            version = f"{major}-{minor}" if minor else major
+            s = f"claude-{tier}-{version}{s[swapped.end() :]}"
+    return s or name.strip().lower()
+
+
+def _strip_steps(name: str) -> Iterator[str]:
+    """Successive forms of ``name`` with one date/version/-latest suffix removed each time."""
+    current = name
+    while True:
+        for pattern in _SUFFIXES:
+            match = pattern.search(current)
+            if match and match.start() > 0:
+                current = current[: match.start()]
+                yield current
+                break
+        else:
+            return
+
+
+@functools.lru_cache(maxsize=4096)
+def normalize_model_name(name: str) -> str:
+    """The bare model name: :func:`route_name` without date, version and ``-latest`` suffixes.
+
+    >>> normalize_model_name("ft:gpt-4o-mini-2024-07-18:acme::abc123")
+    'gpt-4o-mini'
+    >>> normalize_model_name("models/gemini-1.5-pro-latest")
+    'gemini-1.5-pro'
+    """
+    routed = route_name(name)
+    last = routed
+    for last in _strip_steps(routed):  # noqa: B007 - the final form is wanted
+        pass
+    return last
+
+
+@functools.lru_cache(maxsize=4096)
+def name_candidates(name: str) -> tuple[str, ...]:
+    """The forms of ``name`` a lookup tries, most specific first, without repeats."""
+    forms = [name.strip().lower(), route_name(name), *_strip_steps(route_name(name))]
+    return tuple(dict.fromkeys(forms))
+
+
+# -- tokenizer families --------------------------------------------------------------------------
+
+_OPENAI_O200K = re.compile(
+    r"(?:gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-[5-9]|gpt-\d\d|o[1-9]|gpt-oss|codex-mini"
+    r"|gpt-audio|gpt-realtime|chatgpt)(?:$|[-.:])"
+)
+_OPENAI_CL100K = re.compile(r"(?:gpt-4|gpt-3\.5|gpt-35)(?:$|[-.:])")
+_CLAUDE_VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d)(?:-(\d{1,2}))?(?!\d)")
+#: (pattern searched anywhere in the routed name, family); the first match wins.
+_MISTRAL_SPM = r"mixtral|mistral-7b|mistral-tiny|mistral-(?:large|medium|small)-(?:23\d\d|240[1-6])"
+_FAMILY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), family)
+    for pattern, family in (
+        (r"gemini|gemma|learnlm", "gemini"),
+        (_MISTRAL_SPM, "mistral-spm"),  # before the 2407 tekken switch
+        (r"mistral|codestral|pixtral|ministral|magistral|devstral|voxtral", "mistral"),
+        (r"^deepseek", "deepseek"),
+        (r"qwen|qwq|qvq", "qwen"),
+        (r"deepseek", "deepseek"),
+        (r"llama-?2(?![\d.])|codellama|code-llama|llama-v2", "other"),  # Llama 2: 32k SPM
+        (r"llama|^l3[-.]", "llama"),
+    )
+)  # fmt: skip
+
+
+def infer_tokenizer(name: str) -> str:
+    """The tokenizer a model name implies: an encoding, a key of ``FAMILY_MULTIPLIERS``, or
+    ``other`` when the name says nothing (estimated most conservatively).
+
+    >>> infer_tokenizer("gpt-4o-mini"), infer_tokenizer("claude-opus-4-7")
+    ('o200k_base', 'claude-4.7')
+    """
+    s = route_name(name)
+    if _OPENAI_O200K.match(s):
+        return "o200k_base"
+    if _OPENAI_CL100K.match(s):
+        return "cl100k_base"
+    if "claude" in s:
+        match = _CLAUDE_VERSION.search(s)
+        if match is None:  # no version: legacy (claude-v2, claude-instant) or a new name
+            return "claude" if re.search(r"claude-(?:v\d|instant)", s) else "claude-4.7"
+        version = (int(match.group(1)), int(match.group(2) or 0))
+        return "claude-4.7" if version >= (4, 7) else "claude"
+    for pattern, family in _FAMILY_RULES:
+        if pattern.search(s):
+            return family
+    return "other"
+
+
+def check_tokenizer(tokenizer: str) -> str:
+    """``tokenizer`` if it is an encoding or an estimated family, else :class:`ValueError`."""
+    if tokenizer not in ENCODINGS and tokenizer not in FAMILY_MULTIPLIERS:
+        known = ", ".join(sorted([*ENCODINGS, *FAMILY_MULTIPLIERS]))
+        raise ValueError(f"unknown tokenizer {tokenizer!r}; use one of: {known}")
+    return tokenizer

@@ -1,0 +1,188 @@
+"""``session-migrator models | window | count``, in process and as a real subprocess."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from session_migrator.cli import _models_cmd, main
+
+MESSAGES = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "What is the capital of France?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "lookup", "arguments": '{"q": "France"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "Paris"},
+    {"role": "assistant", "content": "Paris."},
+]
+
+
+@pytest.fixture
+def conversation(tmp_path: Path) -> Path:
+    path = tmp_path / "conversation.json"
+    path.write_text(json.dumps(MESSAGES), encoding="utf-8")
+    return path
+
+
+def test_models_lists_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "claude-3-5"]) == 0
+    out = capsys.readouterr().out
+    assert "claude-3-5-sonnet-20240620" in out
+    assert "200,000" in out
+    assert out.splitlines()[0].split() == [
+        "model", "provider", "window", "input", "output", "tokenizer", "source",
+    ]  # fmt: skip
+
+
+def test_models_json_provider_and_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "--provider", "anthropic", "--limit", "3", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 3
+    assert {r["provider"] for r in rows} == {"anthropic"}
+    assert set(rows[0]) >= {"name", "context_window", "max_input_tokens", "max_output_tokens"}
+
+
+def test_models_limit_says_what_is_hidden(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "gpt-4o", "--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "(showing 2; --limit 0 for all)" in out
+
+
+def test_models_without_match(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "no-such-model-anywhere"]) == 0
+    assert "no known model matching 'no-such-model-anywhere'" in capsys.readouterr().out
+    assert main(["models", "no-such-model-anywhere", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_models_rejects_a_negative_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["models", "--limit", "-1"])
+    assert info.value.code == 2
+    assert "--limit" in capsys.readouterr().err
+
+
+def test_models_actions_run_instead_of_a_query(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def add(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--from", dest="urls", action="append")
+        parser.add_argument("--json", action="store_true")
+
+    def run(args: argparse.Namespace) -> int:
+        print(f"refreshing {args.urls} json={args.json}")
+        return 0
+
+    monkeypatch.setitem(_models_cmd.MODELS_ACTIONS, "refresh", (add, run))
+    assert main(["models", "refresh", "--from", "http://127.0.0.1:1", "--json"]) == 0
+    assert capsys.readouterr().out == "refreshing ['http://127.0.0.1:1'] json=True\n"
+    assert main(["models", "gpt-4.1", "--json"]) == 0  # a query still lists
+    assert json.loads(capsys.readouterr().out)[0]["name"].startswith("gpt-4.1")
+
+
+def test_window_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["window", "gpt-5"]) == 0
+    out = capsys.readouterr().out
+    for expected in ("400,000", "272,000", "128,000", "o200k_base", "input budget", "note"):
+        assert expected in out
+
+
+def test_window_json_has_every_field_and_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["window", "anthropic.claude-3-haiku-20240307-v1:0", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["name"] == "claude-3-haiku-20240307"
+    assert record["context_window"] == 200_000
+    assert record["max_output_tokens"] == 4_096
+    assert record["tokenizer"] == "claude"
+    assert record["exact"] is False
+    assert record["reserved_output"] == 4_096
+    assert record["safety_margin"] > 0
+    assert record["input_budget"] == 200_000 - 4_096 - record["safety_margin"]
+    assert record["source"] == "bundled:checked"
+
+
+def test_window_unknown_model_is_one_line_with_suggestions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["window", "gpt-4o-mnii"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: Unknown model 'gpt-4o-mnii'")
+    assert "'gpt-4o-mini'" in lines[0]
+
+
+def test_count_human(conversation: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["count", str(conversation), "--model", "openai/gpt-4o"]) == 0
+    out = capsys.readouterr().out
+    assert "(exact, o200k_base) in 5 messages" in out
+    assert "of gpt-4o's input budget of 111,616 tokens: fits" in out
+    for role in ("system", "user", "assistant", "tool", "(reply priming)"):
+        assert role in out
+
+
+def test_count_json_adds_up(conversation: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["count", str(conversation), "--model", "claude-3-5-sonnet", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["model"] == "claude-3-5-sonnet-20241022"
+    assert record["exact"] is False
+    assert record["counter"].startswith("estimate:claude")
+    assert record["by_role"]["assistant"]["messages"] == 2
+    per_role = sum(r["tokens"] for r in record["by_role"].values())
+    assert record["tokens"] == per_role + record["reply_priming"]
+    assert record["budget_share"] == pytest.approx(record["tokens"] / record["input_budget"], 1e-4)
+    assert record["fits"] is True
+
+
+def test_count_user_mistakes(
+    tmp_path: Path, conversation: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["count", str(tmp_path / "absent.json"), "--model", "gpt-4o"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{", encoding="utf-8")
+    assert main(["count", str(bad), "--model", "gpt-4o"]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    assert main(["count", str(conversation), "--model", "gpt-4o-mnii"]) == 2
+    assert "gpt-4o-mini" in capsys.readouterr().err
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "SESSION_MIGRATOR_MODELS"}
+    return subprocess.run(
+        [sys.executable, "-m", "session_migrator", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_real_subprocess(conversation: Path) -> None:
+    window = _run("window", "gpt-4o", "--json")
+    assert window.returncode == 0, window.stderr
+    assert json.loads(window.stdout)["max_output_tokens"] == 16_384
+    count = _run("count", str(conversation), "--model", "gpt-4o-mini", "--json")
+    assert count.returncode == 0, count.stderr
+    assert json.loads(count.stdout)["exact"] is True
+    unknown = _run("window", "gpt-4o-mnii")
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("error: Unknown model")
+    assert "Traceback" not in unknown.stderr
