@@ -58,11 +58,14 @@ class UnknownModelError(SessionMigratorError, LookupError):
     def __init__(self, model: str, suggestions: Sequence[str] = ()) -> None:
         self.model = model
         self.suggestions = tuple(suggestions)
-        hint = f" Did you mean {', '.join(repr(s) for s in self.suggestions)}?" if suggestions else ""
+        hint = (
+            f" Did you mean {', '.join(repr(s) for s in self.suggestions)}?" if suggestions else ""
+        )
         super().__init__(
             f"Unknown model {model!r}: no context window is known for it.{hint} "
             "Pass the window explicitly (context_window=...), register it with "
-            f"session_migrator.register_model({model!r}, context_window=..., max_output_tokens=...), "
+            f"session_migrator.register_model({model!r}, context_window=..., "
+            "max_output_tokens=...), "
             "or add it to the JSON/TOML file named by SESSION_MIGRATOR_MODELS."
         )
 

@@ -14,6 +14,7 @@ fitted to model X" cheaply:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -93,6 +94,8 @@ class SessionFitter:
 
     def refresh(self) -> list[Message]:
         """Pick up messages appended since the last read (by anyone); returns the full log."""
+        from session_migrator.store import MessageNotFoundError
+
         with self._lock:
             if not self._loaded:
                 self._messages = list(self.store.load(self.session_id))
@@ -100,7 +103,14 @@ class SessionFitter:
                 self._loaded = True
             else:
                 after = self._messages[-1].id if self._messages else None
-                for m in self.store.load(self.session_id, after=after):
+                try:
+                    new = self.store.load(self.session_id, after=after)
+                except MessageNotFoundError:
+                    # someone deleted messages under us: start again from the store
+                    self._loaded = False
+                    self._cache = None
+                    return self.refresh()
+                for m in new:
                     if m.id not in self._ids:
                         self._ids.add(m.id)
                         self._messages.append(m)
@@ -132,6 +142,9 @@ class SessionFitter:
             self._messages = []
             self._ids = set()
             self._cache = None
+            self._persisted_counts = {}
+            self._last_target = None
+            self._last_target_loaded = True
 
     # -- the fitted view -------------------------------------------------------------------
 
@@ -189,9 +202,7 @@ class SessionFitter:
         extra_reserved: int = 0,
     ) -> MigrationResult:
         """:meth:`fit` in a worker thread."""
-        return await asyncio.to_thread(
-            self.fit, target, query=query, extra_reserved=extra_reserved
-        )
+        return await asyncio.to_thread(self.fit, target, query=query, extra_reserved=extra_reserved)
 
     # -- store bookkeeping -----------------------------------------------------------------
 
@@ -243,7 +254,8 @@ class SessionFitter:
     ) -> None:
         if previous is not None and previous[0] == summary:
             return
-        try:
+        # on a conflict another writer stored a summary first: theirs stands, ours is recomputable
+        with contextlib.suppress(ConflictError):
             self.store.put_summary(
                 self.session_id,
                 summary.text,
@@ -254,8 +266,6 @@ class SessionFitter:
                 strategy=summary.summarizer or strategy,
                 expected_revision=previous[1] if previous else 0,
             )
-        except ConflictError:
-            pass  # another writer stored a summary first; theirs stands, ours is recomputable
 
     def _previous_target(self) -> str | None:
         if not self._last_target_loaded:
@@ -268,8 +278,8 @@ class SessionFitter:
         from session_migrator.store import MigrationRecord
 
         previous = self._previous_target()
-        if previous == model:
-            return
+        if previous == model or not self._messages:
+            return  # nothing moved (an empty session has nothing to log either)
         report = result.report
         self.store.log_migration(
             MigrationRecord(

@@ -56,6 +56,11 @@ class ContentPart:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
+def _utf8(text: str) -> bytes:
+    """UTF-8 bytes of ``text``, lone surrogates included (they occur in decoded binary data)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _new_id() -> str:
     return uuid.uuid4().hex
 
@@ -126,22 +131,17 @@ class Message:
         except KeyError:
             pass
         h = hashlib.blake2b(digest_size=16)
-        h.update(self.role.encode())
-        h.update(b"\x00")
-        h.update((self.name or "").encode())
-        h.update(b"\x00")
+        h.update(_utf8(self.role) + b"\x00" + _utf8(self.name or "") + b"\x00")
         if isinstance(self.content, str):
-            h.update(self.content.encode("utf-8", "surrogatepass"))
+            h.update(_utf8(self.content))
         else:
             for part in self.content:
-                h.update(b"\x01" + part.type.encode() + b"\x02")
-                h.update((part.text or "").encode("utf-8", "surrogatepass"))
+                h.update(b"\x01" + _utf8(part.type) + b"\x02" + _utf8(part.text or ""))
                 if part.type != "text":
-                    h.update(json.dumps(dict(part.data), sort_keys=True, default=str).encode())
+                    h.update(_utf8(json.dumps(dict(part.data), sort_keys=True, default=str)))
         for call in self.tool_calls:
-            h.update(f"\x03{call.id}\x04{call.name}\x04".encode())
-            h.update(call.arguments.encode("utf-8", "surrogatepass"))
-        h.update(b"\x05" + (self.tool_call_id or "").encode())
+            h.update(_utf8(f"\x03{call.id}\x04{call.name}\x04{call.arguments}"))
+        h.update(b"\x05" + _utf8(self.tool_call_id or ""))
         digest = h.hexdigest()
         self.__dict__["_fingerprint"] = digest
         return digest
@@ -230,8 +230,9 @@ def _part_from_openai(part: Any, index: int | None) -> ContentPart:
         return ContentPart("text", text, dict(part))
     if ptype in ("image_url", "input_image", "image"):
         return ContentPart("image", None, dict(part))
-    return ContentPart(ptype, part.get("text") if isinstance(part.get("text"), str) else None,
-                       dict(part))
+    return ContentPart(
+        ptype, part.get("text") if isinstance(part.get("text"), str) else None, dict(part)
+    )
 
 
 def _part_to_openai(part: ContentPart) -> dict[str, Any]:
@@ -317,7 +318,9 @@ def _from_openai(data: Mapping[str, Any], index: int | None) -> Message:
         calls.append(ToolCall(c["id"], fn["name"], args))
     tool_call_id = data.get("tool_call_id")
     if tool_call_id is not None and not isinstance(tool_call_id, str):
-        raise InvalidMessageError("tool_call_id must be a string", index=index, field="tool_call_id")
+        raise InvalidMessageError(
+            "tool_call_id must be a string", index=index, field="tool_call_id"
+        )
     if role == "tool" and not tool_call_id:
         raise InvalidMessageError(
             "a tool message needs the tool_call_id of the call it answers",
@@ -326,7 +329,9 @@ def _from_openai(data: Mapping[str, Any], index: int | None) -> Message:
         )
     if calls and role != "assistant":
         raise InvalidMessageError(
-            f"only assistant messages carry tool_calls, not {role!r}", index=index, field="tool_calls"
+            f"only assistant messages carry tool_calls, not {role!r}",
+            index=index,
+            field="tool_calls",
         )
     msg_id = data.get("id")
     if msg_id is not None and not isinstance(msg_id, str):

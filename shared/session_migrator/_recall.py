@@ -13,10 +13,12 @@ __all__ = ["rank_by_relevance"]
 
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
 _STOP = frozenset(
-    """a an and are as at be but by can could did do does for from had has have how i if in into
-    is it its me my no not of on or our please so than that the their them then there these they
-    this to us was we were what when where which who why will with would you your yes ok okay
-    about again also any just like more most some such tell know want need give get let""".split()
+    """
+    a an and are as at be but by can could did do does for from had has have how i if in into
+    is it its me my no not of on or our please so than that the their them then there these
+    they this to us was we were what when where which who why will with would you your yes ok
+    okay about again also any just like more most some such tell know want need give get let
+    """.split()  # noqa: SIM905
 )
 
 

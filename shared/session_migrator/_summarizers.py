@@ -106,13 +106,25 @@ _SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
         ),
         2.0,
     ),
-    (re.compile(r"(?:[\w.-]*/[\w.-]+)+|\b\w+\.(?:py|js|ts|tsx|json|md|ya?ml|toml|sql|csv|txt|rs|go)\b"), 2.0),
+    (re.compile(r"[\w.-]+/[\w./-]+|\b\w+\.(?:py|js|ts|tsx|json|md|ya?ml|toml|sql|csv|txt|rs|go)\b"), 2.0),
     (re.compile(r"`[^`]+`|\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b"), 1.5),
     (re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+|https?://\S+"), 1.5),
     (re.compile(r"\b(my name|i am|i'm|call me|our|my)\b", re.I), 1.0),
 )
 _ROLE_WEIGHT = {"user": 1.5, "assistant": 1.0, "tool": 0.6, "system": 1.0}
 _MAX_SENTENCE_CHARS = 320
+
+
+_MAX_MISSES = 48
+#: Sentences read from the head and from the tail of a tool output (logs and files repeat).
+_TOOL_SENTENCES = 12
+
+
+def _sentences(message: Message) -> list[str]:
+    parts = _SENTENCE.split(message.text)
+    if message.role == "tool" and len(parts) > 2 * _TOOL_SENTENCES:
+        return parts[:_TOOL_SENTENCES] + parts[-_TOOL_SENTENCES:]
+    return parts
 
 
 def _score(sentence: str) -> float:
@@ -161,7 +173,7 @@ class ExtractiveSummarizer:
                 args = call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
                 candidates.append((2.5, order, f"- [{label}] called {call.name}({args})"))
                 order += 1
-            for raw in _SENTENCE.split(message.text):
+            for raw in _sentences(message):
                 sentence = " ".join(raw.split())
                 if len(sentence) < 8:
                     continue
@@ -175,16 +187,25 @@ class ExtractiveSummarizer:
         chosen: list[tuple[int, str]] = []
         seen: set[str] = set()
         used = 0
+        misses = 0
         for score, position, line in sorted(candidates, key=lambda c: (-c[0], c[1])):
             del score
             if line in seen:
                 continue
-            cost = counter.count_text(line) + 1
-            if used + cost > max_tokens:
-                continue
-            chosen.append((position, line))
-            seen.add(line)
-            used += cost
+            # a lower bound (one token per 8 characters) skips lines that cannot fit, untokenized
+            if used + len(line) // 8 + 1 > max_tokens:
+                misses += 1
+            else:
+                cost = counter.count_text(line) + 1
+                if used + cost <= max_tokens:
+                    chosen.append((position, line))
+                    seen.add(line)
+                    used += cost
+                    misses = 0
+                    continue
+                misses += 1
+            if misses >= _MAX_MISSES or used >= max_tokens - 4:
+                break
         chosen.sort()
         return "\n".join(line for _, line in chosen)
 
@@ -232,7 +253,7 @@ class OpenAISummarizer:
             import openai
         except ImportError as exc:  # pragma: no cover - exercised without the extra
             raise MissingDependencyError("The OpenAI summarizer", "openai") from exc
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        key = api_key or os.environ.get("OPENAI_API_KEY") or None  # an empty variable is unset
         default_model = "gpt-4o-mini"
         if key is None and os.environ.get("DEEPSEEK_API_KEY"):
             key = os.environ["DEEPSEEK_API_KEY"]
@@ -250,7 +271,8 @@ class OpenAISummarizer:
         self._client: Any = client or openai.OpenAI(
             api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
-        self._errors: tuple[type[BaseException], ...] = (openai.OpenAIError,)
+        # ValueError: a body that is not JSON, or JSON that is not a completion
+        self._errors: tuple[type[BaseException], ...] = (openai.OpenAIError, ValueError)
 
     @property
     def name(self) -> str:

@@ -10,8 +10,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FORBIDDEN_IN_CORE = ("langchain_core", "langchain", "llama_index", "mcp", "openai", "redis",
-                     "psycopg", "anthropic", "google.genai", "langgraph")
+FORBIDDEN_IN_CORE = (
+    "langchain_core",
+    "langchain",
+    "llama_index",
+    "mcp",
+    "openai",
+    "redis",
+    "psycopg",
+    "anthropic",
+    "google.genai",
+    "langgraph",
+)
 
 
 def _modules_after(code: str, tmp_path: Path) -> list[str]:
@@ -38,14 +48,20 @@ def test_core_imports_no_framework_or_optional_client(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("package", "other"),
-    [("langchain_session_migrator", "llama_index"), ("llamaindex_session_migrator", "langchain_core")],
+    [
+        ("langchain_session_migrator", "llama_index"),
+        ("llamaindex_session_migrator", "langchain_core"),
+    ],
 )
 def test_adapters_do_not_import_each_other(tmp_path: Path, package: str, other: str) -> None:
     modules = _modules_after(f"import {package}", tmp_path)
     assert package in modules
     assert not [m for m in modules if m == other or m.startswith(other + ".")]
-    sibling = ("llamaindex_session_migrator" if package.startswith("langchain")
-               else "langchain_session_migrator")
+    sibling = (
+        "llamaindex_session_migrator"
+        if package.startswith("langchain")
+        else "langchain_session_migrator"
+    )
     assert sibling not in modules
 
 
@@ -60,12 +76,18 @@ def test_shared_is_not_importable_from_elsewhere(tmp_path: Path) -> None:
 def test_one_copy_of_the_core_on_sys_path(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", "import session_migrator; print(session_migrator.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert Path(out.stdout.strip()).parent == ROOT / "shared" / "session_migrator"
 
 
 def test_every_package_is_typed() -> None:
-    for folder in ("shared/session_migrator", "langchain_session_migrator",
-                   "llamaindex_session_migrator"):
+    for folder in (
+        "shared/session_migrator",
+        "langchain_session_migrator",
+        "llamaindex_session_migrator",
+    ):
         assert (ROOT / folder / "py.typed").is_file()

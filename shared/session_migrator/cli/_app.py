@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from session_migrator._errors import SessionMigratorError
 from session_migrator._version import __version__
-from session_migrator.cli import _models_cmd
+from session_migrator.cli import _import_cmd, _mcp_cmd, _migrate_cmd, _models_cmd, _sessions_cmd
 from session_migrator.cli._common import CliError
 
-_COMMANDS = (_models_cmd,)
+_COMMANDS = (_models_cmd, _migrate_cmd, _import_cmd, _mcp_cmd, _sessions_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -68,7 +68,9 @@ def read_messages_file(path: str) -> list[Message]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CliError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})")
+        raise CliError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
     try:
         return messages_from_openai(data)
     except InvalidMessageError as exc:

@@ -1,0 +1,372 @@
+"""``FittedChatMessageHistory``: a store-backed chat history whose ``messages`` fit the model."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any, Self
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
+
+from langchain_session_migrator._callbacks import ModelWatcher
+from langchain_session_migrator._convert import message_from_core, message_to_core, storable
+from langchain_session_migrator._models import window_for
+from langchain_session_migrator._summarizer import LangChainSummarizer
+from session_migrator import Budget, Message, ModelWindow, UnknownModelError
+from session_migrator._fitter import SessionFitter
+from session_migrator._migrate import MigrationReport, MigrationResult, default_counter
+from session_migrator._strategies import Compressor
+from session_migrator._summarizers import Summarizer
+
+__all__ = ["FittedChatMessageHistory"]
+
+#: Before the watcher has seen a run, this share of the input budget (at most
+#: :data:`DEFAULT_RESERVE_CAP` tokens) is left for what the chain adds around the history.
+DEFAULT_RESERVE_SHARE = 0.10
+DEFAULT_RESERVE_CAP = 1024
+#: A learned overhead is rounded up to a multiple of this, so similar calls fit alike (and the
+#: next input may be a little longer than the last).
+OVERHEAD_STEP = 64
+
+
+class _SessionState:
+    """What every history object of one session shares: the fitter and the conversion caches."""
+
+    def __init__(self, fitter: SessionFitter) -> None:
+        self.fitter = fitter
+        self.lock = threading.RLock()
+        self.converted: dict[str, tuple[Message, BaseMessage]] = {}
+        self.view: tuple[MigrationResult, list[BaseMessage]] | None = None
+        self.last: MigrationResult | None = None
+        self.tracked: tuple[int, str | None] | None = None
+        self.full: tuple[int, str | None, list[BaseMessage]] | None = None
+        self.logged_target: str | None = None
+        self.logged_loaded = False
+
+    def to_langchain(self, messages: Sequence[Message]) -> list[BaseMessage]:
+        out: list[BaseMessage] = []
+        for message in messages:
+            hit = self.converted.get(message.id)
+            if hit is not None and hit[0] is message:
+                out.append(hit[1])
+                continue
+            converted = message_from_core(message)
+            self.converted[message.id] = (message, converted)
+            out.append(converted)
+        return out
+
+    def reset(self) -> None:
+        self.converted.clear()
+        self.view = None
+        self.full = None
+        self.last = None
+        self.tracked = None
+
+
+class FittedChatMessageHistory(BaseChatMessageHistory):
+    """A chat history kept whole in a session store, read back fitted to the current model.
+
+    Drop-in for ``InMemoryChatMessageHistory`` / ``SQLChatMessageHistory`` in
+    ``RunnableWithMessageHistory``:
+
+    - :attr:`messages` (and :meth:`aget_messages`) is the conversation fitted to the current
+      model's input budget with ``strategy`` (``auto``, ``trim``, ``summarize``, ``recall``, or a
+      core compressor): all of it, untouched, when it fits; otherwise the system messages, a
+      summary or note on the cut part, recalled older turns and the newest turns, tool calls
+      kept with their results. Room is left for what the chain adds around the history (see
+      ``reserve_tokens``). Two reads with nothing new in between return equal lists of the same
+      message objects and tokenize nothing; do not mutate them.
+    - :attr:`full_messages` is the whole log, which compression never touches.
+    - :meth:`add_messages` / :meth:`aadd_messages` append (a message without an id gets one, so
+      it can be deduplicated and addressed); :meth:`clear` / :meth:`aclear` delete the session.
+    - :meth:`close` (or ``with``) closes a store the history opened from a URL.
+
+    The current model is, first found: the model given to the constructor or
+    :meth:`set_model` (a name, a chat model whose ``profile`` gives ``max_input_tokens`` /
+    ``max_output_tokens``, or a :class:`~session_migrator.ModelWindow`); the model selected by
+    the call's configurable field (through :class:`FittedHistoryFactory`); the model a
+    :class:`ModelWatcher` saw run for this session; the last model this session was fitted to
+    (from the store's migration log). With none of them, :attr:`messages` is the whole log.
+    A change of model re-fits on the next read (a smaller window compresses, a larger one gives
+    back more, up to everything) and is logged in the store's migration log.
+
+    ``store`` is a store URL (``"memory://"``, ``"sqlite:///path"``, ``"redis://..."``,
+    ``"postgresql://..."``) or store object; ``None`` is the embedded SQLite default under
+    ``SESSION_MIGRATOR_HOME``. ``summarizer`` is a core summarizer or any LangChain chat model
+    (wrapped in :class:`LangChainSummarizer`). ``reserve_output`` overrides the output tokens
+    held back. ``reserve_tokens`` is the room kept for the prompt around the history; by default
+    it is what the watcher measured on the session's last run (rounded up to 64 tokens, at most
+    half the budget), and before any run 10% of the budget, at most 1,024 tokens.
+
+    >>> history = FittedChatMessageHistory("demo", model="gpt-4o-mini", store="memory://")
+    >>> history.add_user_message("Hi, I'm Ada.")
+    >>> history.add_ai_message("Hello Ada!")
+    >>> [m.content for m in history.messages]
+    ["Hi, I'm Ada.", 'Hello Ada!']
+    >>> history.last_report.decision
+    'fits'
+    """
+
+    session_id: str
+    watcher: ModelWatcher | None
+    reserve_tokens: int | None
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        model: str | ModelWindow | BaseChatModel | Runnable[Any, Any] | None = None,
+        store: Any = None,
+        strategy: str | Compressor = "auto",
+        summarizer: Summarizer | BaseChatModel | Runnable[Any, Any] | None = None,
+        reserve_output: int | None = None,
+        reserve_tokens: int | None = None,
+        watcher: ModelWatcher | None = None,
+        workspace: str = "default",
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        fitter = SessionFitter(
+            session_id,
+            store=store,
+            strategy=strategy,
+            summarizer=_as_summarizer(summarizer),
+            reserve_output=reserve_output,
+            workspace=workspace,
+            metadata=metadata,
+        )
+        self._setup(session_id, _SessionState(fitter), watcher, reserve_tokens, None)
+        self._owns_store = store is None or isinstance(store, str)
+        if model is not None:
+            self.set_model(model)
+
+    @classmethod
+    def _view(
+        cls,
+        session_id: str,
+        state: _SessionState,
+        *,
+        watcher: ModelWatcher | None,
+        reserve_tokens: int | None,
+        configured: ModelWindow | None,
+    ) -> FittedChatMessageHistory:
+        """A history object over shared state (what the factory hands out for one call)."""
+        history = cls.__new__(cls)
+        BaseChatMessageHistory.__init__(history)
+        history._setup(session_id, state, watcher, reserve_tokens, configured)
+        history._owns_store = False
+        return history
+
+    def _setup(
+        self,
+        session_id: str,
+        state: _SessionState,
+        watcher: ModelWatcher | None,
+        reserve_tokens: int | None,
+        configured: ModelWindow | None,
+    ) -> None:
+        self.session_id = session_id
+        self.watcher = watcher
+        self.reserve_tokens = reserve_tokens
+        self._state = state
+        self._explicit: ModelWindow | None = None
+        self._configured = configured
+        self._observed: ModelWindow | None = None
+        self._overhead: tuple[Message, ...] | None = None
+        self._take_observation()
+
+    # -- the model ---------------------------------------------------------------------------
+
+    def set_model(
+        self, model: str | ModelWindow | BaseChatModel | Runnable[Any, Any] | None
+    ) -> None:
+        """Fit to ``model`` from now on (``None``: back to the configured/observed model).
+
+        Raises :class:`~session_migrator.UnknownModelError` for a model without a known window.
+        """
+        if model is None:
+            self._explicit = None
+            return
+        window = window_for(model)
+        self._explicit = window
+        if self.watcher is not None:
+            self.watcher.register(window)
+
+    @property
+    def model(self) -> ModelWindow | None:
+        """The window the next read fits to (``None``: no model known, reads give everything)."""
+        return self._explicit or self._configured or self._observed or self._logged_window()
+
+    def _take_observation(self) -> None:
+        if self.watcher is None:
+            return
+        observation = self.watcher.observation(self.session_id)
+        if observation is None:
+            return
+        if observation.window is not None:
+            self._observed = observation.window
+        self._overhead = observation.overhead
+
+    def _logged_window(self) -> ModelWindow | None:
+        state = self._state
+        with state.lock:
+            if not state.logged_loaded:
+                records = state.fitter.store.migrations(self.session_id)
+                state.logged_target = records[-1].to_model if records else None
+                state.logged_loaded = True
+            name = state.logged_target
+        if name is None:
+            return None
+        if self.watcher is not None:
+            return self.watcher.resolve(name)
+        try:
+            return window_for(name)
+        except UnknownModelError:
+            return None
+
+    def reserved_tokens(self, window: ModelWindow) -> int:
+        """Tokens kept free for what the chain adds around the history, for ``window``."""
+        if self.reserve_tokens is not None:
+            return self.reserve_tokens
+        budget = Budget.for_window(
+            window, exact=True, reserve_output=self._state.fitter.reserve_output
+        ).tokens
+        if self._overhead is not None:
+            counter = default_counter(window)
+            used = sum(counter.count_message(m) for m in self._overhead)
+            # at most half the budget: one huge prompt must not leave the history no room
+            return min(-(-used // OVERHEAD_STEP) * OVERHEAD_STEP, budget // 2)
+        return min(DEFAULT_RESERVE_CAP, int(budget * DEFAULT_RESERVE_SHARE))
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[BaseMessage]:
+        """The conversation fitted to :attr:`model` (a new list each time)."""
+        return self._read()
+
+    @messages.setter
+    def messages(self, value: Sequence[BaseMessage]) -> None:
+        """Replace the whole log with ``value``."""
+        self.clear()
+        self.add_messages(value)
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """:attr:`messages`, with the store and any summarizer called in a worker thread."""
+        return await asyncio.to_thread(self._read)
+
+    @property
+    def full_messages(self) -> list[BaseMessage]:
+        """The whole log, oldest first, as stored (never compressed)."""
+        state = self._state
+        log = state.fitter.refresh()
+        with state.lock:
+            key = (len(log), log[-1].id if log else None)
+            if state.full is None or state.full[:2] != key:
+                state.full = (key[0], key[1], state.to_langchain(log))
+            return list(state.full[2])
+
+    async def aget_full_messages(self) -> list[BaseMessage]:
+        """:attr:`full_messages` in a worker thread."""
+        return await asyncio.to_thread(lambda: self.full_messages)
+
+    @property
+    def last_report(self) -> MigrationReport | None:
+        """The report of the session's newest fit (decision, tokens, what was cut, fallbacks)."""
+        last = self._state.last
+        return last.report if last is not None else None
+
+    @property
+    def store(self) -> Any:
+        """The session store (its ``migrations(session_id)`` lists every model change)."""
+        return self._state.fitter.store
+
+    def _read(self) -> list[BaseMessage]:
+        window = self.model
+        state = self._state
+        if window is None:
+            messages = self.full_messages
+            log = state.fitter.refresh()
+            key = (len(log), log[-1].id if log else None)
+            if self.watcher is not None and state.tracked != key:
+                self.watcher.track(self.session_id, log)
+                state.tracked = key
+            return messages
+        if not state.fitter.refresh():
+            # nothing to fit; and SessionFitter.fit would try to log a migration for a session
+            # the store does not have yet (it raises SessionNotFoundError)
+            return []
+        result = state.fitter.fit(window, extra_reserved=self.reserved_tokens(window))
+        with state.lock:
+            state.last = result
+            if state.view is None or state.view[0] is not result:
+                state.view = (result, state.to_langchain(result.messages))
+                state.logged_target = window.name
+                state.logged_loaded = True
+                state.tracked = None
+                if self.watcher is not None:
+                    self.watcher.track(self.session_id, result.messages)
+            return list(state.view[1])
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append ``messages`` to the store (idempotent by id; ids are assigned when missing)."""
+        core = [
+            storable(message_to_core(m, id=uuid.uuid4().hex if m.id is None else None))
+            for m in messages
+        ]
+        self._state.fitter.append(core)
+        self._take_observation()
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """:meth:`add_messages` in a worker thread."""
+        await asyncio.to_thread(self.add_messages, messages)
+
+    def clear(self) -> None:
+        """Delete the session (messages, summaries, counts, migration log) from the store."""
+        state = self._state
+        with state.lock:
+            state.fitter.clear()
+            state.reset()
+            state.logged_target = None
+            state.logged_loaded = False
+        if self.watcher is not None:
+            self.watcher.track(self.session_id, [])
+
+    async def aclear(self) -> None:
+        """:meth:`clear` in a worker thread."""
+        await asyncio.to_thread(self.clear)
+
+    def close(self) -> None:
+        """Close the store if this history opened it from a URL (a given store is left open)."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        model = self.model
+        return (
+            f"FittedChatMessageHistory({self.session_id!r}, "
+            f"model={model.name if model else None!r}, store={self.store!r})"
+        )
+
+
+def _as_summarizer(
+    value: Summarizer | BaseChatModel | Runnable[Any, Any] | None,
+) -> Summarizer | None:
+    if value is None:
+        return None
+    if isinstance(value, Runnable):
+        return LangChainSummarizer(value)
+    return value

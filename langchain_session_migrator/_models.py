@@ -1,0 +1,182 @@
+"""The :class:`~session_migrator.ModelWindow` of a LangChain model, a name, or a window.
+
+One place answers "what can this model take?", in this order:
+
+1. a :class:`~session_migrator.ModelWindow` is used as given;
+2. a name found in ``registry`` (windows the caller or the adapter already resolved, e.g. the
+   alternatives of a configurable chat model) wins over the bundled table;
+3. a chat model object with ``profile["max_input_tokens"]`` (LangChain model profiles) is
+   described by its profile (``source="profile"``): the input cap and ``max_output_tokens``
+   from the profile, the total window and tokenizer from the core's table when its name is
+   known there, else ``max_input + max_output`` and the tokenizer family inferred from the name
+   (``other``, counted most conservatively, when the name says nothing);
+4. otherwise the model's name (``_get_ls_params()["ls_model_name"]``, then ``model_name``,
+   ``model``, ``model_id``, ``deployment_name``) or the given string is looked up with
+   :func:`session_migrator._models.lookup_model` (names are normalised there;
+   ``"provider:model"`` as ``init_chat_model`` writes it is tried without the provider too).
+
+An unknown model raises :class:`~session_migrator.UnknownModelError`: a window is never guessed.
+Wrappers are looked through: ``bind_tools``/``bind`` bindings, fallbacks (the primary model) and
+configurable alternatives (the default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable, RunnableBinding
+from langchain_core.runnables.configurable import RunnableConfigurableAlternatives
+from langchain_core.runnables.fallbacks import RunnableWithFallbacks
+
+from session_migrator import ModelWindow, UnknownModelError
+from session_migrator._models import infer_tokenizer, lookup_model
+
+__all__ = ["ModelLike", "model_map", "model_name", "unwrap_model", "window_for"]
+
+#: What the adapter accepts wherever a model is named.
+ModelLike: TypeAlias = "str | ModelWindow | BaseChatModel | Runnable[Any, Any]"
+
+_NAME_ATTRIBUTES = ("model_name", "model", "model_id", "deployment_name")
+
+
+def unwrap_model(model: Any) -> Any:
+    """The chat model inside bindings, fallbacks (the primary) and alternatives (the default)."""
+    for _ in range(16):
+        if isinstance(model, RunnableBinding):
+            model = model.bound
+        elif isinstance(model, RunnableWithFallbacks):
+            model = model.runnable
+        elif isinstance(model, RunnableConfigurableAlternatives):
+            model = model.default
+        else:
+            break
+    return model
+
+
+def model_name(model: Any) -> str | None:
+    """The name a chat model reports to LangSmith (``ls_model_name``), else a name attribute."""
+    model = unwrap_model(model)
+    if isinstance(model, str):
+        return model
+    if isinstance(model, ModelWindow):
+        return model.name
+    if isinstance(model, BaseChatModel):
+        try:
+            name = model._get_ls_params().get("ls_model_name")
+        except Exception:
+            name = None
+        if isinstance(name, str) and name:
+            return name
+    for attribute in _NAME_ATTRIBUTES:
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def model_map(models: Mapping[str, Any] | Sequence[Any] | None) -> dict[str, Any]:
+    """``models`` as a mapping: a sequence of models is keyed by each model's name."""
+    if models is None:
+        return {}
+    if isinstance(models, Mapping):
+        return dict(models)
+    out: dict[str, Any] = {}
+    for model in models:
+        name = model_name(model)
+        if name is None:
+            raise ValueError(
+                f"cannot tell the name of {type(model).__name__}; pass models as a mapping "
+                "{name: model}"
+            )
+        out[name] = model
+    return out
+
+
+def window_for(model: Any, *, registry: Mapping[str, ModelWindow] | None = None) -> ModelWindow:
+    """The window of ``model``: a name, a chat model (its profile), or a window.
+
+    >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    >>> llm = FakeListChatModel(responses=["ok"], profile={"max_input_tokens": 8000,
+    ...                                                    "max_output_tokens": 1000})
+    >>> w = window_for(llm)
+    >>> (w.max_input_tokens, w.max_output_tokens, w.source)
+    (8000, 1000, 'profile')
+    """
+    model = unwrap_model(model)
+    if isinstance(model, ModelWindow):
+        return model
+    if isinstance(model, str):
+        return _by_name(model, registry)
+    name = model_name(model)
+    if name is not None and registry and name in registry:
+        return registry[name]
+    profile = getattr(model, "profile", None)
+    max_input = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    if isinstance(max_input, int) and not isinstance(max_input, bool) and max_input > 0:
+        assert isinstance(profile, Mapping)
+        return _from_profile(model, name, max_input, profile.get("max_output_tokens"))
+    if name is None:
+        raise UnknownModelError(
+            type(model).__name__,
+            (),
+        )
+    return _by_name(name, registry)
+
+
+def _by_name(name: str, registry: Mapping[str, ModelWindow] | None) -> ModelWindow:
+    if registry and name in registry:
+        return registry[name]
+    try:
+        return lookup_model(name)
+    except UnknownModelError:
+        provider, colon, rest = name.partition(":")
+        if colon and rest and "/" not in provider and not name.startswith("ft:"):
+            try:
+                return lookup_model(rest)
+            except UnknownModelError:
+                pass
+        raise
+
+
+def _provider_of(model: Any) -> str:
+    if isinstance(model, BaseChatModel):
+        try:
+            provider = model._get_ls_params().get("ls_provider")
+        except Exception:
+            provider = None
+        if isinstance(provider, str) and provider:
+            return provider
+    return "custom"
+
+
+def _from_profile(model: Any, name: str | None, max_input: int, max_output: Any) -> ModelWindow:
+    label = name or type(model).__name__
+    output = max_output if isinstance(max_output, int) and max_output >= 0 else None
+    known: ModelWindow | None = None
+    if name is not None:
+        try:
+            known = _by_name(name, None)
+        except UnknownModelError:
+            known = None
+    if known is not None:
+        return ModelWindow(
+            name=label,
+            provider=known.provider,
+            context_window=max(known.context_window, max_input),
+            max_input_tokens=max_input,
+            max_output_tokens=output if output is not None else known.max_output_tokens,
+            tokenizer=known.tokenizer,
+            source="profile",
+            as_of=known.as_of,
+        )
+    return ModelWindow(
+        name=label,
+        provider=_provider_of(model),
+        context_window=max_input + (output or 0),
+        max_input_tokens=max_input,
+        max_output_tokens=output,
+        tokenizer=infer_tokenizer(label),
+        source="profile",
+    )

@@ -1,0 +1,128 @@
+"""``migrate`` and ``demo`` commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from session_migrator._messages import messages_to_openai
+from session_migrator._strategies import STRATEGIES
+from session_migrator.cli._common import CliError, print_json, read_messages_file, table
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "migrate",
+        help="fit a conversation (OpenAI-format JSON) to a model's context window",
+        description=(
+            "Read OpenAI-format messages from FILE ('-' for stdin), fit them to MODEL's input "
+            "budget, print the report, and write the migrated messages with -o."
+        ),
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--to", required=True, metavar="MODEL", dest="model", help="target model")
+    p.add_argument("--strategy", choices=STRATEGIES, default="auto")
+    p.add_argument(
+        "--reserve-output",
+        type=int,
+        metavar="N",
+        help="tokens kept free for the reply (default: the model's max output, "
+        "capped at 25%% of the window)",
+    )
+    p.add_argument(
+        "--query", metavar="TEXT", help="what recall looks for (default: the last user message)"
+    )
+    p.add_argument(
+        "--context-window", type=int, metavar="N", help="use this window instead of the known one"
+    )
+    p.add_argument(
+        "--summarizer",
+        choices=("extractive", "openai"),
+        default="extractive",
+        help="'openai' calls an OpenAI-compatible API (needs OPENAI_API_KEY or DEEPSEEK_API_KEY)",
+    )
+    p.add_argument("--summarizer-model", metavar="M")
+    p.add_argument("--summarizer-base-url", metavar="URL")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the migrated messages here")
+    p.add_argument("--json", action="store_true", help="print the report and messages as JSON")
+    p.set_defaults(handler=run_migrate)
+
+    d = sub.add_parser("demo", help="migrate the bundled long conversation down a chain of models")
+    d.add_argument("--store", metavar="URL", help="store URL (default: the embedded SQLite store)")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(handler=run_demo)
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    from session_migrator._migrate import migrate, resolve_target
+    from session_migrator._summarizers import OpenAISummarizer, Summarizer
+
+    messages = read_messages_file(args.file)
+    if not messages:
+        raise CliError(f"{args.file}: no messages to migrate")
+    if args.reserve_output is not None and args.reserve_output < 0:
+        raise CliError("--reserve-output must not be negative")
+    target = resolve_target(args.model, context_window=args.context_window)
+    summarizer: Summarizer | None = None
+    if args.summarizer == "openai":
+        summarizer = OpenAISummarizer(args.summarizer_model, base_url=args.summarizer_base_url)
+    result = migrate(
+        messages,
+        target,
+        strategy=args.strategy,
+        query=args.query,
+        summarizer=summarizer,
+        reserve_output=args.reserve_output,
+    )
+    out_messages = messages_to_openai(result.messages)
+    if args.output:
+        try:
+            Path(args.output).write_text(
+                json.dumps(out_messages, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
+        except OSError as exc:
+            raise CliError(f"{args.output}: {exc.strerror}") from None
+    rep = result.report
+    if args.json:
+        print_json({"report": rep.to_dict(), "messages": out_messages})
+        return 0
+    rows: list[list[Any]] = [
+        ["target", f"{rep.target} ({rep.window_source})"],
+        ["decision", rep.decision],
+        ["strategy", rep.strategy],
+        [
+            "tokens",
+            f"{rep.tokens_before:,} -> {rep.tokens_after:,}"
+            f" ({'exact' if rep.exact else 'estimated'}, {rep.counter})",
+        ],
+        [
+            "budget",
+            f"{rep.budget:,} (window {rep.context_window:,}, input cap "
+            f"{rep.max_input_tokens:,}, reserved output {rep.reserved_output:,}, "
+            f"margin {rep.safety_margin:,})",
+        ],
+        ["messages", f"{rep.messages_before} -> {rep.messages_after}"],
+        ["dropped", len(rep.dropped_ids)],
+        ["summarized", len(rep.summarized_ids)],
+        ["recalled", len(rep.recalled_ids)],
+        ["cut inside", len(rep.truncated_ids)],
+        ["time", f"{rep.seconds * 1000:.1f} ms"],
+    ]
+    print(table(["", ""], rows))
+    for line in rep.fallbacks + rep.notes:
+        print(f"note: {line}")
+    if args.output:
+        print(f"wrote {len(out_messages)} messages to {args.output}")
+    else:
+        print("(write the migrated messages with -o OUT, or print everything with --json)")
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from session_migrator._demo import run_demo as demo
+
+    demo(out=sys.stdout, store_url=args.store, as_json=args.json)
+    return 0

@@ -1,0 +1,448 @@
+"""``sessions list|show|export|import|delete|erase|purge``: the session store from the shell.
+
+Every sub-command takes ``--store URL`` (default: ``SESSION_MIGRATOR_STORE``, else the embedded
+SQLite store) and ``--json``. Exports are OpenAI-format JSON by default, which
+``sessions import`` reads back; ``--format native`` writes the store's own lossless layout
+(also read by ``import``), for messages that the OpenAI format cannot carry exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from session_migrator._errors import InvalidMessageError, SessionNotFoundError
+from session_migrator._messages import Message, messages_from_openai
+from session_migrator._strategies import STRATEGIES
+from session_migrator.cli._common import CliError, print_json, table
+from session_migrator.store import BaseSessionStore, SessionInfo, _codec, open_store
+
+NATIVE_KEY = "session_migrator_export"
+TEXT_WIDTH = 70
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "sessions",
+        help="list, show, export, import and delete stored sessions",
+        description="Work with the session store (the full conversation logs).",
+    )
+    cmds = p.add_subparsers(dest="sessions_command", metavar="ACTION", required=True)
+
+    def action(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
+        a: argparse.ArgumentParser = cmds.add_parser(name, help=help_text, description=help_text)
+        a.add_argument(
+            "--store",
+            metavar="URL",
+            help="store URL (default: SESSION_MIGRATOR_STORE or the embedded SQLite store)",
+        )
+        a.add_argument("--json", action="store_true", help="print JSON for scripts")
+        a.set_defaults(handler=handler)
+        return a
+
+    a = action("list", "list the sessions of a workspace", run_list)
+    scope = a.add_mutually_exclusive_group()
+    scope.add_argument("--workspace", default="default", metavar="W", help="(default: default)")
+    scope.add_argument("--all", action="store_true", help="every workspace")
+
+    a = action("show", "print a session's messages, optionally fitted to a model", run_show)
+    a.add_argument("session_id", metavar="ID")
+    a.add_argument("--model", metavar="M", help="show the usage of M's window (and fit to it)")
+    a.add_argument("--strategy", choices=STRATEGIES, help="show the session fitted to --model")
+    a.add_argument("--context-window", type=int, metavar="N", help="use this window for --model")
+    a.add_argument("--full", action="store_true", help="show offloaded tool outputs in full")
+    a.add_argument("--tail", type=int, metavar="N", help="only the last N messages")
+
+    a = action("export", "write a session's messages to a JSON file", run_export)
+    a.add_argument("session_id", metavar="ID")
+    a.add_argument("-o", "--output", metavar="FILE", default="-", help="(default: stdout)")
+    a.add_argument(
+        "--format",
+        choices=("openai", "native"),
+        default="openai",
+        help="openai: a message list (default); native: every field, exactly",
+    )
+
+    a = action("import", "append the messages of a JSON file to a session", run_import)
+    a.add_argument("file", metavar="FILE", help="OpenAI-format message list, or a native export")
+    a.add_argument("--session-id", metavar="ID", help="(default: a native export's own)")
+    a.add_argument("--workspace", metavar="W", help="for a new session (default: default)")
+
+    a = action("delete", "delete a session, or some of its messages", run_delete)
+    a.add_argument("session_id", metavar="ID")
+    what = a.add_mutually_exclusive_group()
+    what.add_argument("--message", action="append", metavar="MID", help="a message id (repeat)")
+    what.add_argument("--range", nargs=2, metavar=("FIRST", "LAST"), help="inclusive id range")
+    what.add_argument("--tool", metavar="NAME", help="a tool's calls and their results")
+
+    a = action("erase", "delete every session of a workspace or of a user", run_erase)
+    who = a.add_mutually_exclusive_group(required=True)
+    who.add_argument("--workspace", metavar="W")
+    who.add_argument("--user", metavar="USER_ID", help="sessions whose metadata user_id is this")
+
+    a = action("purge", "delete messages older than a number of days", run_purge)
+    a.add_argument("--older-than", type=float, required=True, metavar="DAYS")
+
+
+@contextmanager
+def _store(args: argparse.Namespace) -> Iterator[BaseSessionStore]:
+    store = open_store(args.store)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _time(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _info_dict(info: SessionInfo) -> dict[str, Any]:
+    out = asdict(info)
+    out["created_at"] = info.created_at.isoformat()
+    out["updated_at"] = info.updated_at.isoformat()
+    out["metadata"] = dict(info.metadata)
+    return out
+
+
+# -- list -------------------------------------------------------------------------------------
+
+
+def run_list(args: argparse.Namespace) -> int:
+    workspace = None if args.all else args.workspace
+    with _store(args) as store:
+        infos = store.list_sessions(workspace)
+        url = store.url
+    if args.json:
+        print_json(
+            {
+                "workspace": workspace,
+                "count": len(infos),
+                "sessions": [_info_dict(i) for i in infos],
+            }
+        )
+        return 0
+    where = "all workspaces" if workspace is None else f"workspace {workspace!r}"
+    if not infos:
+        print(f"No sessions in {where} of {url}.")
+        return 0
+    rows = [
+        [
+            i.id,
+            i.workspace,
+            i.message_count,
+            _time(i.created_at),
+            _time(i.updated_at),
+            str(i.metadata.get("user_id", "-")),
+        ]
+        for i in infos
+    ]
+    print(table(["session", "workspace", "messages", "created", "last activity", "user"], rows))
+    print(f"{len(infos)} session(s) in {where} of {url}")
+    return 0
+
+
+# -- show -------------------------------------------------------------------------------------
+
+
+def _one_line(message: Message) -> str:
+    text = message.text
+    if not text and message.tool_calls:
+        text = ", ".join(f"-> {c.name}({c.arguments})" for c in message.tool_calls)
+    elif message.tool_calls:
+        text += " " + ", ".join(f"-> {c.name}(...)" for c in message.tool_calls)
+    text = " ".join(text.split())
+    return text if len(text) <= TEXT_WIDTH else text[: TEXT_WIDTH - 3] + "..."
+
+
+def run_show(args: argparse.Namespace) -> int:
+    if args.strategy and not args.model:
+        raise CliError("--strategy needs --model: the model to fit the session to")
+    if args.tail is not None and args.tail < 0:
+        raise CliError("--tail must not be negative")
+    with _store(args) as store:
+        info = store.get_session(args.session_id)
+        if info is None:
+            raise SessionNotFoundError(args.session_id)
+        messages = store.load(args.session_id, full=args.full)
+        fitted = _fit(store, args, messages) if args.model else None
+    shown = fitted["messages"] if fitted else messages
+    total = len(shown)
+    if args.tail is not None:
+        shown = shown[max(0, total - args.tail) :]
+    if args.json:
+        out: dict[str, Any] = {
+            "session": _info_dict(info),
+            "count": len(shown),
+            "total": total,
+            "messages": [m.to_openai() for m in shown],
+        }
+        if fitted:
+            out["usage"] = fitted["usage"].to_dict()
+            if fitted["report"] is not None:
+                out["report"] = fitted["report"].to_dict()
+        print_json(out)
+        return 0
+    print(
+        f"Session {info.id!r} in workspace {info.workspace!r}: {info.message_count} messages, "
+        f"last activity {_time(info.updated_at)}"
+    )
+    if fitted:
+        _print_usage(fitted["usage"], fitted["report"])
+    print(table(*_message_table(shown, total, fitted["counts"] if fitted else None)))
+    if len(shown) < total:
+        print(f"(the last {len(shown)} of {total} messages; drop --tail to see all)")
+    return 0
+
+
+def _message_table(
+    shown: Sequence[Message], total: int, counts: dict[str, int] | None
+) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows: position, id, role, tokens (when counted), note (when any), text."""
+    notes = ["offloaded" if (m.marker or {}).get("kind") == "offloaded" else "" for m in shown]
+    headers = ["#", "id", "role"]
+    headers += ["tokens"] if counts is not None else []
+    headers += ["note"] if any(notes) else []
+    rows: list[list[Any]] = []
+    for n, (m, note) in enumerate(zip(shown, notes, strict=True), start=total - len(shown) + 1):
+        row: list[Any] = [n, m.id, m.role]
+        row += [counts.get(m.id)] if counts is not None else []
+        row += [note] if any(notes) else []
+        rows.append([*row, _one_line(m)])
+    return [*headers, "text"], rows
+
+
+def _fit(store: BaseSessionStore, args: argparse.Namespace, messages: list[Message]) -> Any:
+    from session_migrator._migrate import migrate, resolve_target
+    from session_migrator._tokens import counter_for
+    from session_migrator.store import usage
+    from session_migrator.store._usage import cached_counter
+
+    window = resolve_target(args.model, context_window=args.context_window)
+    counter = counter_for(window.tokenizer, model=window.name)
+    cached_counter(store, args.session_id, messages, counter)
+    result = None
+    shown = messages
+    if args.strategy:
+        result = migrate(messages, window, strategy=args.strategy, counter=counter)
+        shown = result.messages
+    return {
+        "usage": usage(store, args.session_id, window, strategy=args.strategy),
+        "report": result.report if result else None,
+        "messages": shown,
+        "counts": {m.id: counter.count_message(m) for m in shown},
+    }
+
+
+def _print_usage(u: Any, report: Any) -> None:
+    kind = "exact" if u.exact else "estimated"
+    print(
+        f"Usage for {u.model}: {u.tokens:,} of a {u.budget:,}-token input budget "
+        f"({u.share:.1%}, {kind}, {u.counter}); window {u.context_window:,}, "
+        f"input cap {u.max_input_tokens:,}, reserved output {u.reserved_output:,}"
+    )
+    if report is None:
+        print(
+            "The whole session fits."
+            if u.fits
+            else f"The whole session ({u.session_tokens:,} tokens) does not fit: add --strategy "
+            "to see what would be sent."
+        )
+        return
+    print(
+        f"Fitted with {report.strategy}: {report.decision}, {report.tokens_before:,} -> "
+        f"{report.tokens_after:,} tokens, {report.messages_before} -> "
+        f"{report.messages_after} messages (the stored session is unchanged)"
+    )
+    for note in list(report.fallbacks) + list(report.notes):
+        print(f"note: {note}")
+
+
+# -- export / import --------------------------------------------------------------------------
+
+
+def run_export(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        info = store.get_session(args.session_id)
+        if info is None:
+            raise SessionNotFoundError(args.session_id)
+        messages = store.load(args.session_id, full=True)
+    data: Any
+    if args.format == "native":
+        data = {
+            NATIVE_KEY: 1,
+            "session_id": info.id,
+            "workspace": info.workspace,
+            "metadata": dict(info.metadata),
+            "messages": [_codec.message_to_dict(m) for m in messages],
+        }
+    else:
+        data = [m.to_openai() for m in messages]
+        inexact = sum(1 for m, d in zip(messages, data, strict=True) if not _round_trips(m, d))
+        if inexact:
+            print(
+                f"warning: {inexact} message(s) carry fields the OpenAI format cannot hold "
+                "exactly; use --format native for an exact copy",
+                file=sys.stderr,
+            )
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: keep it as a JSON escape
+        text = json.dumps(data, indent=2, ensure_ascii=True) + "\n"
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{args.output}: {exc.strerror}") from None
+    if args.json:
+        print_json(
+            {
+                "session_id": info.id,
+                "count": len(messages),
+                "output": args.output,
+                "format": args.format,
+            }
+        )
+    else:
+        print(f"wrote {len(messages)} messages of session {info.id!r} to {args.output}")
+    return 0
+
+
+def _round_trips(message: Message, data: dict[str, Any]) -> bool:
+    try:
+        return Message.from_openai(json.loads(json.dumps(data))) == message
+    except (InvalidMessageError, ValueError):
+        return False
+
+
+def _read_file(path: str) -> Any:
+    try:
+        raw = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise CliError(f"{path}: {exc.strerror}") from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+
+
+def _parse_import(path: str, data: Any) -> tuple[list[Message], dict[str, Any]]:
+    """The messages of a file and, for a native export, its session fields."""
+    if isinstance(data, dict) and NATIVE_KEY in data:
+        try:
+            messages = [_codec.message_from_dict(d) for d in data["messages"]]
+        except (KeyError, TypeError, IndexError, InvalidMessageError) as exc:
+            raise CliError(f"{path}: not a valid session-migrator export ({exc})") from None
+        fields = {k: data.get(k) for k in ("session_id", "workspace", "metadata")}
+        return messages, fields
+    try:
+        return messages_from_openai(data), {}
+    except InvalidMessageError as exc:
+        raise CliError(f"{path}: {exc}") from None
+
+
+def run_import(args: argparse.Namespace) -> int:
+    messages, fields = _parse_import(args.file, _read_file(args.file))
+    session_id = args.session_id or fields.get("session_id")
+    if not session_id:
+        raise CliError("--session-id is required: the id of the session to append to")
+    workspace = args.workspace or fields.get("workspace") or "default"
+    with _store(args) as store:
+        added = store.append(
+            session_id, messages, workspace=workspace, metadata=fields.get("metadata")
+        )
+        info = store.get_session(session_id)
+    assert info is not None
+    if args.json:
+        print_json(
+            {
+                "session_id": session_id,
+                "read": len(messages),
+                "appended": added,
+                "skipped": len(messages) - added,
+                "message_count": info.message_count,
+            }
+        )
+    else:
+        skipped = len(messages) - added
+        note = f" ({skipped} already stored)" if skipped else ""
+        print(
+            f"appended {added} of {len(messages)} messages to session {session_id!r}{note}; "
+            f"it now has {info.message_count}"
+        )
+    return 0
+
+
+# -- delete / erase / purge -------------------------------------------------------------------
+
+
+def _done(args: argparse.Namespace, text: str, **fields: Any) -> int:
+    if args.json:
+        print_json(fields)
+    else:
+        print(text)
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    sid = args.session_id
+    with _store(args) as store:
+        if store.get_session(sid) is None:
+            raise SessionNotFoundError(sid)
+        if args.message:
+            n = store.delete_messages(sid, args.message)
+        elif args.range:
+            n = store.delete_range(sid, args.range[0], args.range[1])
+        elif args.tool:
+            n = store.delete_by_tool(sid, args.tool)
+        else:
+            store.delete_session(sid)
+            return _done(args, f"deleted session {sid!r}", session_id=sid, deleted_session=True)
+    return _done(
+        args, f"deleted {n} message(s) from session {sid!r}", session_id=sid, deleted_messages=n
+    )
+
+
+def run_erase(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        if args.workspace is not None:
+            n = store.erase_workspace(args.workspace)
+            what: Sequence[str] = ("workspace", args.workspace)
+        else:
+            n = store.erase_user(args.user)
+            what = ("user", args.user)
+    return _done(
+        args,
+        f"erased {n} session(s) of {what[0]} {what[1]!r}",
+        erased_sessions=n,
+        **{what[0]: what[1]},
+    )
+
+
+def run_purge(args: argparse.Namespace) -> int:
+    if args.older_than < 0:
+        raise CliError("--older-than must be a number of days >= 0")
+    with _store(args) as store:
+        n = store.purge_older_than(args.older_than)
+    return _done(
+        args,
+        f"purged {n} message(s) older than {args.older_than:g} day(s)",
+        purged_messages=n,
+        older_than_days=args.older_than,
+    )

@@ -1,0 +1,439 @@
+"""The logic every backend shares, on top of a few storage primitives.
+
+A backend subclasses :class:`BaseSessionStore` and implements the ``_``-prefixed primitives
+(atomic per call) plus the simple reads and writes (sessions, summaries, token counts, the
+migration log). Everything that can be said once is said here: argument checks, the message
+codec, offloading, restoring offloaded outputs, range and tool deletes, dropping a summary that
+covered a deleted message, retention purge, and the async twins (``asyncio.to_thread``).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from session_migrator._errors import SessionNotFoundError, StoreError
+from session_migrator._messages import Message
+from session_migrator.store import _codec
+from session_migrator.store._async import AsyncMixin
+from session_migrator.store._offload import is_offloaded, offload
+from session_migrator.store._types import (
+    MessageNotFoundError,
+    MigrationRecord,
+    NotOffloadedError,
+    SessionInfo,
+    StoredSummary,
+    from_epoch,
+    to_epoch,
+)
+
+__all__ = ["BaseSessionStore", "Record", "check_id", "display_url"]
+
+Clock = Callable[[], float]
+
+
+def check_id(value: object, what: str) -> str:
+    """``value`` if it is a non-empty string, else a :class:`StoreError` naming ``what``."""
+    if not isinstance(value, str) or not value:
+        raise StoreError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def display_url(url: str, **params: str | None) -> str:
+    """``url`` without its password, with ``params`` (those not ``None``) in its query."""
+    parts = urlsplit(url)
+    if parts.password is not None:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        parts = parts._replace(netloc=netloc)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    query += [(k, v) for k, v in params.items() if v is not None]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def user_id_of(metadata: Mapping[str, Any] | None) -> str | None:
+    """The ``user_id`` that ``erase_user`` matches: a non-empty string under that key."""
+    if metadata is None:
+        return None
+    value = metadata.get("user_id")
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One message ready to store: its id, role, stored body, and the original when offloaded."""
+
+    id: str
+    role: str
+    body: str
+    full: str | None = None
+
+
+class BaseSessionStore(AsyncMixin, ABC):
+    """Shared behaviour of every backend. See :class:`~session_migrator.store.SessionStore`.
+
+    ``offload_threshold`` (tokens, ``None`` = off) turns on offloading of large tool outputs;
+    ``clock`` (epoch seconds) stamps sessions, messages, summaries and migrations.
+    """
+
+    url: str = ""
+
+    def __init__(self, *, offload_threshold: int | None = None, clock: Clock | None = None) -> None:
+        if offload_threshold is not None and offload_threshold < 0:
+            raise StoreError("offload_threshold must be a number of tokens >= 0, or None")
+        self.offload_threshold = offload_threshold
+        self._clock: Clock = clock or time.time
+
+    # -- messages ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        session_id: str,
+        messages: Iterable[Message],
+        *,
+        workspace: str = "default",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Append ``messages`` in order; returns how many were newly stored.
+
+        Creates the session (with ``workspace`` and ``metadata``) when it does not exist; for an
+        existing session both are left as they are (use :meth:`set_metadata`). The session's
+        ``updated_at`` (last activity) moves only when a message is added. A message whose
+        id is already in the session is skipped, so appending the same message twice stores it
+        once. The call is atomic: after a crash either all of its new messages are stored or
+        none. With ``offload_threshold`` set, a large tool output is stored as a preview (see
+        :mod:`session_migrator.store._offload`; ``load(full=True)`` gives the original back).
+        """
+        check_id(session_id, "session_id")
+        check_id(workspace, "workspace")
+        records: list[Record] = []
+        seen: set[str] = set()
+        for i, message in enumerate(messages):
+            if not isinstance(message, Message):
+                raise StoreError(
+                    f"message {i}: expected a session_migrator.Message, got "
+                    f"{type(message).__name__}; use messages_from_openai(...) for OpenAI dicts"
+                )
+            check_id(message.id, f"message {i} id")
+            if message.id in seen:
+                continue
+            seen.add(message.id)
+            records.append(self._record(message))
+        meta = _codec.dumps(dict(metadata)) if metadata is not None else "{}"
+        return self._append(
+            session_id, workspace, meta, user_id_of(metadata), records, self._clock()
+        )
+
+    def _record(self, message: Message) -> Record:
+        if self.offload_threshold is not None:
+            preview = offload(message, self.offload_threshold)
+            if preview is not None:
+                return Record(
+                    message.id,
+                    message.role,
+                    _codec.message_to_json(preview),
+                    _codec.message_to_json(message),
+                )
+        return Record(message.id, message.role, _codec.message_to_json(message))
+
+    def load(
+        self, session_id: str, *, after: str | None = None, full: bool = False
+    ) -> list[Message]:
+        """The session's messages in store order; ``[]`` for an unknown session.
+
+        ``after`` returns only the messages appended after that message id (a
+        :class:`MessageNotFoundError` when it is not in the session). ``full=True`` puts the
+        original tool outputs in place of offloaded previews.
+        """
+        check_id(session_id, "session_id")
+        messages = [_codec.message_from_json(b) for b in self._load_bodies(session_id, after)]
+        if full:
+            wanted = [m.id for m in messages if is_offloaded(m)]
+            if wanted:
+                originals = self._offloaded_bodies(session_id, wanted)
+                messages = [
+                    _codec.message_from_json(originals[m.id]) if m.id in originals else m
+                    for m in messages
+                ]
+        return messages
+
+    def get_offloaded(self, session_id: str, message_id: str) -> str:
+        """The full text of an offloaded tool output, exactly as appended.
+
+        Raises :class:`NotOffloadedError` when the message was stored whole or does not exist.
+        """
+        found = self._offloaded_bodies(session_id, [message_id])
+        if message_id not in found:
+            raise NotOffloadedError(session_id, message_id)
+        return _codec.message_from_json(found[message_id]).text
+
+    def delete_messages(self, session_id: str, ids: Iterable[str]) -> int:
+        """Delete messages by id (unknown ids are ignored); returns how many were deleted.
+
+        Their offloaded outputs and cached token counts go with them, and so does the session's
+        summary when it covered one of them (it may quote it). Tool calls and results are not
+        paired up here: use :meth:`delete_by_tool` for that.
+        """
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return 0
+        summary = self.get_summary(session_id)
+        drop_summary = summary is not None and _covers_any(
+            summary, self._message_ids(session_id), set(wanted)
+        )
+        deleted = self._delete_ids(session_id, wanted, self._clock())
+        if drop_summary and deleted:
+            self._delete_summary(session_id)
+        return deleted
+
+    def delete_range(self, session_id: str, first_id: str, last_id: str) -> int:
+        """Delete ``first_id`` .. ``last_id`` inclusive, in store order; returns the count.
+
+        Raises :class:`MessageNotFoundError` for an id not in the session and
+        :class:`StoreError` when ``first_id`` comes after ``last_id``.
+        """
+        order = self._message_ids(session_id)
+        position = {mid: i for i, mid in enumerate(order)}
+        for mid in (first_id, last_id):
+            if mid not in position:
+                raise MessageNotFoundError(session_id, mid)
+        start, stop = position[first_id], position[last_id]
+        if start > stop:
+            raise StoreError(
+                f"delete_range: {first_id!r} comes after {last_id!r} in session {session_id!r}; "
+                "give the older message first"
+            )
+        return self.delete_messages(session_id, order[start : stop + 1])
+
+    def delete_by_tool(self, session_id: str, tool_name: str) -> int:
+        """Delete the calls of tool ``tool_name`` and their results; returns the count.
+
+        Deleted: every assistant message with a call to ``tool_name``, every tool result that
+        answers a call of a deleted message, and every tool result named ``tool_name``. An
+        assistant message that also calls other tools is deleted whole, together with all of
+        its results: stored messages are never rewritten, and keeping it would leave a call
+        without its result. No orphan tool result or unanswered call is left behind.
+        """
+        doomed: list[str] = []
+        call_ids: set[str] = set()
+        for message in self.load(session_id):
+            if message.tool_calls and any(c.name == tool_name for c in message.tool_calls):
+                doomed.append(message.id)
+                call_ids.update(c.id for c in message.tool_calls)
+            elif message.role == "tool" and (
+                message.tool_call_id in call_ids or message.name == tool_name
+            ):
+                doomed.append(message.id)
+        return self.delete_messages(session_id, doomed)
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session with everything of it; ``False`` when there was none."""
+        check_id(session_id, "session_id")
+        return self._delete_session(session_id, only_if_empty=False)
+
+    def erase_workspace(self, workspace: str) -> int:
+        """Delete every session of ``workspace``; returns how many sessions were deleted."""
+        check_id(workspace, "workspace")
+        return sum(self._delete_session(s, only_if_empty=False) for s in self._ids_in(workspace))
+
+    def erase_user(self, user_id: str) -> int:
+        """Delete every session whose metadata ``user_id`` is ``user_id``; returns the count."""
+        check_id(user_id, "user_id")
+        return sum(self._delete_session(s, only_if_empty=False) for s in self._ids_of_user(user_id))
+
+    def purge_older_than(self, days: float, *, now: datetime | float | None = None) -> int:
+        """Delete messages stored more than ``days`` days before ``now``; returns the count.
+
+        ``now`` defaults to the store's clock. Summaries that covered a purged message are
+        dropped, and a session left without messages is deleted.
+        """
+        if days < 0:
+            raise StoreError("purge_older_than: days must be >= 0")
+        current = self._clock() if now is None else to_epoch(now)
+        purged = 0
+        for session_id, ids in self._messages_before(current - days * 86_400).items():
+            purged += self.delete_messages(session_id, ids)
+            self._delete_session(session_id, only_if_empty=True)
+        return purged
+
+    # -- sessions, summaries, counts, log ---------------------------------------------------
+
+    def set_metadata(self, session_id: str, metadata: Mapping[str, Any]) -> None:
+        """Replace the session's metadata (a JSON object); unknown session: SessionNotFoundError."""
+        check_id(session_id, "session_id")
+        meta = _codec.dumps(dict(metadata))
+        if not self._set_metadata(session_id, meta, user_id_of(metadata), self._clock()):
+            raise SessionNotFoundError(session_id)
+
+    def put_summary(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        first_id: str,
+        last_id: str,
+        covered_count: int,
+        model: str | None,
+        strategy: str,
+        expected_revision: int,
+    ) -> StoredSummary:
+        """Write the session's summary if its revision is still ``expected_revision``.
+
+        ``expected_revision`` is the revision the writer read (0: no summary yet). On a match
+        the summary is stored with revision ``expected_revision + 1`` and returned; otherwise
+        :class:`~session_migrator.ConflictError` is raised and nothing is written. Unknown
+        session: :class:`~session_migrator.SessionNotFoundError`.
+        """
+        check_id(session_id, "session_id")
+        if expected_revision < 0:
+            raise StoreError("expected_revision must be >= 0 (0 = no summary yet)")
+        if covered_count < 0:
+            raise StoreError("covered_count must be >= 0")
+        summary = StoredSummary(
+            session_id=session_id,
+            text=text,
+            first_id=first_id,
+            last_id=last_id,
+            covered_count=covered_count,
+            model=model,
+            strategy=strategy,
+            revision=expected_revision + 1,
+            updated_at=from_epoch(self._clock()),
+        )
+        self._put_summary(summary, expected_revision)
+        return summary
+
+    def log_migration(self, record: MigrationRecord) -> MigrationRecord:
+        """Append ``record`` to the session's migration log (``at`` filled in when ``None``)."""
+        check_id(record.session_id, "session_id")
+        if record.at is None:
+            record = replace(record, at=from_epoch(self._clock()))
+        self._log_migration(record)
+        return record
+
+    # -- context manager --------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    # -- what a backend implements ----------------------------------------------------------
+
+    @abstractmethod
+    def _append(
+        self,
+        session_id: str,
+        workspace: str,
+        metadata: str,
+        user_id: str | None,
+        records: Sequence[Record],
+        now: float,
+    ) -> int:
+        """Atomically create the session if needed and add the records whose id is new."""
+
+    @abstractmethod
+    def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
+        """Stored bodies in order (after ``after``; MessageNotFoundError if it is unknown)."""
+
+    @abstractmethod
+    def _message_ids(self, session_id: str) -> list[str]:
+        """Message ids in store order."""
+
+    @abstractmethod
+    def _delete_ids(self, session_id: str, ids: Sequence[str], now: float) -> int:
+        """Delete messages with their offloaded outputs and token counts; the number deleted."""
+
+    @abstractmethod
+    def _offloaded_bodies(self, session_id: str, ids: Sequence[str]) -> dict[str, str]:
+        """The stored originals of offloaded messages, by id (missing ids left out)."""
+
+    @abstractmethod
+    def _delete_session(self, session_id: str, *, only_if_empty: bool) -> bool:
+        """Delete the session and everything of it (only if it has no messages, if asked)."""
+
+    @abstractmethod
+    def _ids_in(self, workspace: str) -> list[str]:
+        """Ids of the sessions of ``workspace``."""
+
+    @abstractmethod
+    def _ids_of_user(self, user_id: str) -> list[str]:
+        """Ids of the sessions whose metadata ``user_id`` is ``user_id``."""
+
+    @abstractmethod
+    def _messages_before(self, cutoff: float) -> dict[str, list[str]]:
+        """Ids of messages stored before ``cutoff`` (epoch seconds), by session."""
+
+    @abstractmethod
+    def _set_metadata(
+        self, session_id: str, metadata: str, user_id: str | None, now: float
+    ) -> bool:
+        """Replace the metadata; ``False`` when the session does not exist."""
+
+    @abstractmethod
+    def _put_summary(self, summary: StoredSummary, expected_revision: int) -> None:
+        """Store ``summary`` if the revision is still ``expected_revision``, else ConflictError."""
+
+    @abstractmethod
+    def _delete_summary(self, session_id: str) -> None:
+        """Drop the session's summary."""
+
+    @abstractmethod
+    def _log_migration(self, record: MigrationRecord) -> None:
+        """Append a complete record to the log."""
+
+    @abstractmethod
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        """The session's record, or ``None``."""
+
+    @abstractmethod
+    def list_sessions(self, workspace: str | None = "default") -> list[SessionInfo]:
+        """Sessions of ``workspace`` (``None``: all), most recently active first."""
+
+    @abstractmethod
+    def get_summary(self, session_id: str) -> StoredSummary | None:
+        """The session's summary, or ``None``."""
+
+    @abstractmethod
+    def get_token_counts(
+        self, session_id: str, counter_name: str, ids: Iterable[str]
+    ) -> dict[str, int]:
+        """Cached token counts of messages for one counter (ids without a count left out)."""
+
+    @abstractmethod
+    def put_token_counts(
+        self, session_id: str, counter_name: str, counts: Mapping[str, int]
+    ) -> None:
+        """Cache token counts of messages for one counter (replacing older values)."""
+
+    @abstractmethod
+    def migrations(self, session_id: str) -> list[MigrationRecord]:
+        """The session's migration log, oldest first."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections (a memory store drops its data). Safe to call twice."""
+
+
+def _covers_any(summary: StoredSummary, order: Sequence[str], deleted: set[str]) -> bool:
+    """Whether the summary's range (in ``order``) holds a deleted id (unknown ends: assume so)."""
+    position = {mid: i for i, mid in enumerate(order)}
+    start = position.get(summary.first_id, 0)
+    stop = position.get(summary.last_id)
+    if stop is None:
+        return bool(deleted & set(order)) or bool(deleted & {summary.first_id, summary.last_id})
+    return any(mid in deleted for mid in order[start : stop + 1])

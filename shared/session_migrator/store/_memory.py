@@ -1,0 +1,252 @@
+"""``memory://``: a store in this process's memory, for tests and throwaway use.
+
+Each ``open_store("memory://")`` is a new, empty store; it is gone when the object is. It keeps
+messages as encoded JSON like the other backends, so it behaves like them (no shared objects).
+Thread-safe: one lock around every operation.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from session_migrator._errors import SessionNotFoundError
+from session_migrator.store import _codec
+from session_migrator.store._base import BaseSessionStore, Clock, Record
+from session_migrator.store._types import (
+    MessageNotFoundError,
+    MigrationRecord,
+    SessionInfo,
+    StoredSummary,
+    conflict_error,
+    from_epoch,
+    sort_sessions,
+)
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Stored:
+    seq: int
+    body: str
+    created_at: float
+
+
+@dataclass
+class _Session:
+    workspace: str
+    metadata: str
+    user_id: str | None
+    created_at: float
+    updated_at: float
+    last_seq: int = 0
+    messages: dict[str, _Stored] = field(default_factory=dict)  # insertion order = store order
+    offloaded: dict[str, str] = field(default_factory=dict)
+    summary: StoredSummary | None = None
+    tokens: dict[str, dict[str, int]] = field(default_factory=dict)  # message id -> counter -> n
+    migrations: list[MigrationRecord] = field(default_factory=list)
+
+    def info(self, session_id: str) -> SessionInfo:
+        return SessionInfo(
+            id=session_id,
+            workspace=self.workspace,
+            message_count=len(self.messages),
+            created_at=from_epoch(self.created_at),
+            updated_at=from_epoch(self.updated_at),
+            metadata=_codec.loads(self.metadata),
+        )
+
+
+class MemoryStore(BaseSessionStore):
+    """A session store in memory (``memory://``)."""
+
+    def __init__(self, *, offload_threshold: int | None = None, clock: Clock | None = None) -> None:
+        super().__init__(offload_threshold=offload_threshold, clock=clock)
+        self.url = "memory://"
+        self._lock = threading.RLock()
+        self._sessions: dict[str, _Session] = {}
+
+    def _append(
+        self,
+        session_id: str,
+        workspace: str,
+        metadata: str,
+        user_id: str | None,
+        records: Sequence[Record],
+        now: float,
+    ) -> int:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                session = _Session(workspace, metadata, user_id, now, now)
+                self._sessions[session_id] = session
+            added = 0
+            for record in records:
+                if record.id in session.messages:
+                    continue
+                session.last_seq += 1
+                session.messages[record.id] = _Stored(session.last_seq, record.body, now)
+                if record.full is not None:
+                    session.offloaded[record.id] = record.full
+                added += 1
+            if added:
+                session.updated_at = now
+            return added
+
+    def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return []
+            if after is None:
+                return [m.body for m in session.messages.values()]
+            if after not in session.messages:
+                raise MessageNotFoundError(session_id, after)
+            bodies: list[str] = []
+            found = False
+            for mid, stored in session.messages.items():
+                if found:
+                    bodies.append(stored.body)
+                elif mid == after:
+                    found = True
+            return bodies
+
+    def _message_ids(self, session_id: str) -> list[str]:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return list(session.messages) if session else []
+
+    def _delete_ids(self, session_id: str, ids: Sequence[str], now: float) -> int:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return 0
+            deleted = 0
+            for mid in ids:
+                if session.messages.pop(mid, None) is not None:
+                    deleted += 1
+                session.offloaded.pop(mid, None)
+                session.tokens.pop(mid, None)
+            return deleted
+
+    def _offloaded_bodies(self, session_id: str, ids: Sequence[str]) -> dict[str, str]:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return {}
+            return {mid: session.offloaded[mid] for mid in ids if mid in session.offloaded}
+
+    def _delete_session(self, session_id: str, *, only_if_empty: bool) -> bool:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None or (only_if_empty and session.messages):
+                return False
+            del self._sessions[session_id]
+            return True
+
+    def _ids_in(self, workspace: str) -> list[str]:
+        with self._lock:
+            return [sid for sid, s in self._sessions.items() if s.workspace == workspace]
+
+    def _ids_of_user(self, user_id: str) -> list[str]:
+        with self._lock:
+            return [sid for sid, s in self._sessions.items() if s.user_id == user_id]
+
+    def _messages_before(self, cutoff: float) -> dict[str, list[str]]:
+        with self._lock:
+            out: dict[str, list[str]] = {}
+            for sid, session in self._sessions.items():
+                old = [mid for mid, m in session.messages.items() if m.created_at < cutoff]
+                if old:
+                    out[sid] = old
+            return out
+
+    def _set_metadata(
+        self, session_id: str, metadata: str, user_id: str | None, now: float
+    ) -> bool:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return False
+            session.metadata = metadata
+            session.user_id = user_id
+            session.updated_at = now
+            return True
+
+    def _put_summary(self, summary: StoredSummary, expected_revision: int) -> None:
+        with self._lock:
+            session = self._sessions.get(summary.session_id)
+            if session is None:
+                raise SessionNotFoundError(summary.session_id)
+            current = session.summary.revision if session.summary else 0
+            if current != expected_revision:
+                raise conflict_error(summary.session_id, expected_revision, current)
+            session.summary = summary
+
+    def _delete_summary(self, session_id: str) -> None:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is not None:
+                session.summary = None
+
+    def _log_migration(self, record: MigrationRecord) -> None:
+        with self._lock:
+            session = self._sessions.get(record.session_id)
+            if session is None:
+                raise SessionNotFoundError(record.session_id)
+            session.migrations.append(record)
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return session.info(session_id) if session else None
+
+    def list_sessions(self, workspace: str | None = "default") -> list[SessionInfo]:
+        with self._lock:
+            infos = [
+                s.info(sid)
+                for sid, s in self._sessions.items()
+                if workspace is None or s.workspace == workspace
+            ]
+        return sort_sessions(infos)
+
+    def get_summary(self, session_id: str) -> StoredSummary | None:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return session.summary if session else None
+
+    def get_token_counts(
+        self, session_id: str, counter_name: str, ids: Iterable[str]
+    ) -> dict[str, int]:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return {}
+            out: dict[str, int] = {}
+            for mid in ids:
+                n = session.tokens.get(mid, {}).get(counter_name)
+                if n is not None:
+                    out[mid] = n
+            return out
+
+    def put_token_counts(
+        self, session_id: str, counter_name: str, counts: Mapping[str, int]
+    ) -> None:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return
+            for mid, n in counts.items():
+                if mid in session.messages:
+                    session.tokens.setdefault(mid, {})[counter_name] = int(n)
+
+    def migrations(self, session_id: str) -> list[MigrationRecord]:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return list(session.migrations) if session else []
+
+    def close(self) -> None:
+        with self._lock:
+            self._sessions.clear()

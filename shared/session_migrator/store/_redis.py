@@ -1,0 +1,399 @@
+"""``redis://host:6379/0``: a store in Redis (the ``redis`` package), for several machines.
+
+Appends, loads, deletes and summary writes are Lua scripts (:mod:`._redis_scripts`), so each is
+atomic on the server: an append numbers its new messages from the session's ``last_seq`` and
+adds a message only when ``HSETNX`` finds its id new. Deleting a session and replacing metadata,
+which touch index sets named after stored values, are ``WATCH``/``MULTI`` transactions.
+
+A single Redis server (or a primary with replicas) is expected: a script touches a session's
+keys and the shared index sets together, which Redis Cluster would spread over several slots.
+
+Every key is the store's prefix (``?prefix=`` in the URL or the ``prefix`` argument; default
+``session_migrator:``) plus fixed words and digests of ids: an id never becomes a key by
+itself, so no id can reach another session's keys. Ids inside values are stored with
+:func:`~._codec.encode_key`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from session_migrator._errors import MissingDependencyError, SessionNotFoundError, StoreError
+from session_migrator.store import _codec
+from session_migrator.store import _redis_scripts as lua
+from session_migrator.store._base import BaseSessionStore, Clock, Record, display_url
+from session_migrator.store._codec import decode_key as dk
+from session_migrator.store._codec import encode_key as ek
+from session_migrator.store._codec import key_digest
+from session_migrator.store._types import (
+    MessageNotFoundError,
+    MigrationRecord,
+    SessionInfo,
+    StoredSummary,
+    conflict_error,
+    from_epoch,
+    sort_sessions,
+    to_epoch,
+)
+
+try:
+    import redis
+except ImportError as exc:  # pragma: no cover - exercised by the dependency test
+    raise MissingDependencyError("The Redis store", "redis") from exc
+
+__all__ = ["DEFAULT_PREFIX", "RedisStore"]
+
+DEFAULT_PREFIX = "session_migrator:"
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    digest: str
+    meta: str
+    order: str
+    bodies: str
+    times: str
+    offload: str
+    tokens: str
+    summary: str
+    migrations: str
+
+    @property
+    def data(self) -> tuple[str, ...]:
+        return (
+            self.meta,
+            self.order,
+            self.bodies,
+            self.times,
+            self.offload,
+            self.tokens,
+            self.summary,
+            self.migrations,
+        )
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+class RedisStore(BaseSessionStore):
+    """A session store in Redis (``redis://host:port/db``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        offload_threshold: int | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(offload_threshold=offload_threshold, clock=clock)
+        if not prefix:
+            raise StoreError("the Redis key prefix must not be empty")
+        self.url = display_url(url, prefix=None if prefix == DEFAULT_PREFIX else prefix)
+        self.prefix = prefix
+        self._client: redis.Redis = redis.Redis.from_url(url, decode_responses=False)
+        try:
+            self._client.ping()
+        except redis.RedisError as exc:
+            self._client.close()
+            raise StoreError(
+                f"cannot connect to Redis at {self.url!r}: {exc}. Check that Redis is running and "
+                "the URL (host, port, database number) is right."
+            ) from exc
+        register = self._client.register_script
+        self._append_script = register(lua.APPEND)
+        self._load_script = register(lua.LOAD)
+        self._delete_script = register(lua.DELETE_IDS)
+        self._summary_script = register(lua.PUT_SUMMARY)
+        self._tokens_script = register(lua.PUT_TOKENS)
+        self._log_script = register(lua.LOG_MIGRATION)
+
+    # -- keys -------------------------------------------------------------------------------
+
+    def _keys(self, session_id: str) -> _Keys:
+        digest = key_digest(session_id)
+        base = f"{self.prefix}s:{digest}:"
+        return _Keys(
+            digest,
+            *(base + name for name in _KEY_NAMES),
+        )
+
+    @property
+    def _all_key(self) -> str:
+        return f"{self.prefix}sessions"
+
+    def _workspace_key(self, workspace: str) -> str:
+        return f"{self.prefix}ws:{key_digest(workspace)}"
+
+    def _user_key(self, user_id: str) -> str:
+        return f"{self.prefix}user:{key_digest(user_id)}"
+
+    def _run(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        try:
+            return script(keys=list(keys), args=list(args))
+        except redis.RedisError as exc:
+            raise StoreError(f"Redis store {self.url!r}: {exc}") from exc
+
+    # -- primitives -------------------------------------------------------------------------
+
+    def _append(
+        self,
+        session_id: str,
+        workspace: str,
+        metadata: str,
+        user_id: str | None,
+        records: Sequence[Record],
+        now: float,
+    ) -> int:
+        k = self._keys(session_id)
+        user_key = self._user_key(user_id) if user_id is not None else f"{self.prefix}user:-"
+        args: list[str] = [
+            ek(session_id),
+            ek(workspace),
+            metadata,
+            ek(user_id) if user_id is not None else "",
+            repr(now),
+            k.digest,
+        ]
+        for record in records:
+            args += [ek(record.id), record.body, record.full or ""]
+        keys = (k.meta, k.order, k.bodies, k.times, k.offload, self._all_key)
+        return int(
+            self._run(self._append_script, (*keys, self._workspace_key(workspace), user_key), args)
+        )
+
+    def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
+        k = self._keys(session_id)
+        args = ["0", ""] if after is None else ["1", ek(after)]
+        reply = self._run(self._load_script, (k.meta, k.order, k.bodies), args)
+        status = int(reply[0])
+        if status == 0:
+            return []
+        if status == 2:
+            assert after is not None
+            raise MessageNotFoundError(session_id, after)
+        return [_text(b) for b in reply[1:] if b is not None]
+
+    def _message_ids(self, session_id: str) -> list[str]:
+        return [dk(_text(m)) for m in self._client.zrange(self._keys(session_id).order, 0, -1)]
+
+    def _delete_ids(self, session_id: str, ids: Sequence[str], now: float) -> int:
+        k = self._keys(session_id)
+        keys = (k.meta, k.order, k.bodies, k.times, k.offload, k.tokens)
+        return int(self._run(self._delete_script, keys, [ek(mid) for mid in ids]))
+
+    def _offloaded_bodies(self, session_id: str, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        found = self._client.hmget(self._keys(session_id).offload, [ek(mid) for mid in ids])
+        return {mid: _text(body) for mid, body in zip(ids, found, strict=True) if body is not None}
+
+    def _delete_session(self, session_id: str, *, only_if_empty: bool) -> bool:
+        k = self._keys(session_id)
+        with self._client.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(k.meta, k.order)  # type: ignore[no-untyped-call]
+                    meta = pipe.hgetall(k.meta)
+                    if not meta or (only_if_empty and pipe.zcard(k.order) > 0):
+                        pipe.unwatch()
+                        return False
+                    user = _text(meta.get(b"user_id", b""))
+                    pipe.multi()
+                    pipe.delete(*k.data)
+                    pipe.srem(self._all_key, k.digest)
+                    pipe.srem(self._workspace_key(dk(_text(meta[b"workspace"]))), k.digest)
+                    if user:
+                        pipe.srem(self._user_key(dk(user)), k.digest)
+                    pipe.execute()
+                    return True
+                except redis.WatchError:
+                    continue  # a concurrent write touched the session: look again
+
+    def _members(self, index_key: str) -> list[str]:
+        digests = sorted(_text(d) for d in self._client.smembers(index_key))
+        pipe = self._client.pipeline(transaction=False)
+        for digest in digests:
+            pipe.hget(f"{self.prefix}s:{digest}:meta", "id")
+        return [dk(_text(sid)) for sid in pipe.execute() if sid is not None]
+
+    def _ids_in(self, workspace: str) -> list[str]:
+        return self._members(self._workspace_key(workspace))
+
+    def _ids_of_user(self, user_id: str) -> list[str]:
+        return self._members(self._user_key(user_id))
+
+    def _messages_before(self, cutoff: float) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for session_id in self._members(self._all_key):
+            old = self._client.zrangebyscore(self._keys(session_id).times, "-inf", f"({cutoff!r}")
+            if old:
+                out[session_id] = [dk(_text(m)) for m in old]
+        return out
+
+    def _set_metadata(
+        self, session_id: str, metadata: str, user_id: str | None, now: float
+    ) -> bool:
+        k = self._keys(session_id)
+        with self._client.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(k.meta)  # type: ignore[no-untyped-call]
+                    old = pipe.hget(k.meta, "user_id")
+                    if old is None:
+                        pipe.unwatch()
+                        return False
+                    pipe.multi()
+                    pipe.hset(
+                        k.meta,
+                        mapping={
+                            "metadata": metadata,
+                            "user_id": ek(user_id) if user_id is not None else "",
+                            "updated_at": repr(now),
+                        },
+                    )
+                    if old:
+                        pipe.srem(self._user_key(dk(_text(old))), k.digest)
+                    if user_id is not None:
+                        pipe.sadd(self._user_key(user_id), k.digest)
+                    pipe.execute()
+                    return True
+                except redis.WatchError:
+                    continue
+
+    def _put_summary(self, summary: StoredSummary, expected_revision: int) -> None:
+        k = self._keys(summary.session_id)
+        data = _codec.dumps(
+            {
+                "text": summary.text,
+                "first_id": summary.first_id,
+                "last_id": summary.last_id,
+                "covered_count": summary.covered_count,
+                "model": summary.model,
+                "strategy": summary.strategy,
+                "updated_at": to_epoch(summary.updated_at),
+            }
+        )
+        reply = self._run(
+            self._summary_script,
+            (k.meta, k.summary),
+            [expected_revision, summary.revision, data],
+        )
+        if int(reply[0]) == -1:
+            raise SessionNotFoundError(summary.session_id)
+        if int(reply[0]) == 0:
+            raise conflict_error(summary.session_id, expected_revision, int(reply[1]))
+
+    def _delete_summary(self, session_id: str) -> None:
+        self._client.delete(self._keys(session_id).summary)
+
+    def _log_migration(self, record: MigrationRecord) -> None:
+        assert record.at is not None
+        k = self._keys(record.session_id)
+        data = _codec.dumps(
+            {
+                "from_model": record.from_model,
+                "to_model": record.to_model,
+                "tokens_before": record.tokens_before,
+                "tokens_after": record.tokens_after,
+                "budget": record.budget,
+                "strategy": record.strategy,
+                "decision": record.decision,
+                "at": to_epoch(record.at),
+            }
+        )
+        if int(self._run(self._log_script, (k.meta, k.migrations), [data])) == -1:
+            raise SessionNotFoundError(record.session_id)
+
+    # -- simple reads and writes ------------------------------------------------------------
+
+    def _infos(self, session_ids: Iterable[str]) -> list[SessionInfo]:
+        pipe = self._client.pipeline(transaction=False)
+        for session_id in session_ids:
+            k = self._keys(session_id)
+            pipe.hgetall(k.meta)
+            pipe.zcard(k.order)
+        replies = pipe.execute()
+        infos: list[SessionInfo] = []
+        for meta, count in zip(replies[::2], replies[1::2], strict=True):
+            if meta:
+                infos.append(
+                    SessionInfo(
+                        id=dk(_text(meta[b"id"])),
+                        workspace=dk(_text(meta[b"workspace"])),
+                        message_count=int(count),
+                        created_at=from_epoch(float(meta[b"created_at"])),
+                        updated_at=from_epoch(float(meta[b"updated_at"])),
+                        metadata=_codec.loads(meta[b"metadata"]),
+                    )
+                )
+        return infos
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        infos = self._infos([session_id])
+        return infos[0] if infos else None
+
+    def list_sessions(self, workspace: str | None = "default") -> list[SessionInfo]:
+        index = self._all_key if workspace is None else self._workspace_key(workspace)
+        return sort_sessions(self._infos(self._members(index)))
+
+    def get_summary(self, session_id: str) -> StoredSummary | None:
+        found = self._client.hgetall(self._keys(session_id).summary)
+        if not found:
+            return None
+        data = _codec.loads(found[b"data"])
+        return StoredSummary(
+            session_id=session_id,
+            text=data["text"],
+            first_id=data["first_id"],
+            last_id=data["last_id"],
+            covered_count=data["covered_count"],
+            model=data["model"],
+            strategy=data["strategy"],
+            revision=int(found[b"revision"]),
+            updated_at=from_epoch(data["updated_at"]),
+        )
+
+    def get_token_counts(
+        self, session_id: str, counter_name: str, ids: Iterable[str]
+    ) -> dict[str, int]:
+        wanted = list(ids)
+        if not wanted:
+            return {}
+        found = self._client.hmget(self._keys(session_id).tokens, [ek(mid) for mid in wanted])
+        out: dict[str, int] = {}
+        for mid, raw in zip(wanted, found, strict=True):
+            if raw is not None:
+                n = _codec.loads(raw).get(ek(counter_name))
+                if n is not None:
+                    out[mid] = int(n)
+        return out
+
+    def put_token_counts(
+        self, session_id: str, counter_name: str, counts: Mapping[str, int]
+    ) -> None:
+        if not counts:
+            return
+        k = self._keys(session_id)
+        args: list[Any] = [ek(counter_name)]
+        for mid, n in counts.items():
+            args += [ek(mid), int(n)]
+        self._run(self._tokens_script, (k.bodies, k.tokens), args)
+
+    def migrations(self, session_id: str) -> list[MigrationRecord]:
+        rows = self._client.lrange(self._keys(session_id).migrations, 0, -1)
+        out: list[MigrationRecord] = []
+        for raw in rows:
+            data = _codec.loads(raw)
+            data["at"] = from_epoch(data["at"])
+            out.append(MigrationRecord(session_id=session_id, **data))
+        return out
+
+    def close(self) -> None:
+        self._client.close()
+
+
+_KEY_NAMES = ("meta", "order", "bodies", "times", "offload", "tokens", "summary", "migrations")

@@ -1,0 +1,117 @@
+"""Lua scripts of the Redis store: each runs atomically on the server.
+
+Key layout under the store's prefix ``P`` (``D`` = digest of a session id, see
+:func:`~._codec.key_digest`; message ids are stored as :func:`~._codec.encode_key` text):
+
+==========================  ==============================================================
+``P sessions``              SET of every session's D
+``P ws:<digest>``           SET of the D of a workspace's sessions
+``P user:<digest>``         SET of the D of the sessions whose metadata ``user_id`` matches
+``P s:D:meta``              HASH id, workspace, metadata, user_id, created_at, updated_at,
+                            last_seq
+``P s:D:order``             ZSET message id scored by its sequence number (store order)
+``P s:D:bodies``            HASH message id -> stored JSON
+``P s:D:times``             ZSET message id scored by the time it was stored (retention)
+``P s:D:offload``           HASH message id -> the original of an offloaded tool output
+``P s:D:tokens``            HASH message id -> JSON ``{counter: tokens}``
+``P s:D:summary``           HASH revision, data (JSON)
+``P s:D:migrations``        LIST of JSON migration records
+==========================  ==============================================================
+"""
+
+from __future__ import annotations
+
+__all__ = ["APPEND", "DELETE_IDS", "LOAD", "LOG_MIGRATION", "PUT_SUMMARY", "PUT_TOKENS"]
+
+#: KEYS meta order bodies times offload all-sessions workspace-set user-set;
+#: ARGV session-id workspace metadata user-id('' = none) now digest, then (id body full) triples.
+APPEND = """
+local meta, order, bodies, times, offload = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+if redis.call('EXISTS', meta) == 0 then
+  redis.call('HSET', meta, 'id', ARGV[1], 'workspace', ARGV[2], 'metadata', ARGV[3],
+             'user_id', ARGV[4], 'created_at', ARGV[5], 'updated_at', ARGV[5], 'last_seq', 0)
+  redis.call('SADD', KEYS[6], ARGV[6])
+  redis.call('SADD', KEYS[7], ARGV[6])
+  if ARGV[4] ~= '' then redis.call('SADD', KEYS[8], ARGV[6]) end
+end
+local seq = tonumber(redis.call('HGET', meta, 'last_seq'))
+local added = 0
+for i = 7, #ARGV, 3 do
+  local id = ARGV[i]
+  if redis.call('HSETNX', bodies, id, ARGV[i + 1]) == 1 then
+    seq = seq + 1
+    added = added + 1
+    redis.call('ZADD', order, seq, id)
+    redis.call('ZADD', times, ARGV[5], id)
+    if ARGV[i + 2] ~= '' then redis.call('HSET', offload, id, ARGV[i + 2]) end
+  end
+end
+if added > 0 then redis.call('HSET', meta, 'last_seq', seq, 'updated_at', ARGV[5]) end
+return added
+"""
+
+#: KEYS meta order bodies; ARGV has-after('0'|'1') after-id.
+#: Returns {0} (no session), {2} (after not found) or {1, body, body, ...}.
+LOAD = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
+local low = '-inf'
+if ARGV[1] == '1' then
+  local score = redis.call('ZSCORE', KEYS[2], ARGV[2])
+  if not score then return {2} end
+  low = '(' .. score
+end
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], low, '+inf')
+local out = {1}
+for i = 1, #ids, 1000 do
+  local chunk = {}
+  for j = i, math.min(i + 999, #ids) do chunk[#chunk + 1] = ids[j] end
+  local found = redis.call('HMGET', KEYS[3], unpack(chunk))
+  for k = 1, #chunk do out[#out + 1] = found[k] end
+end
+return out
+"""
+
+#: KEYS meta order bodies times offload tokens; ARGV message ids. Returns the number deleted.
+DELETE_IDS = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local n = 0
+for i = 1, #ARGV do
+  n = n + redis.call('HDEL', KEYS[3], ARGV[i])
+  redis.call('ZREM', KEYS[2], ARGV[i])
+  redis.call('ZREM', KEYS[4], ARGV[i])
+  redis.call('HDEL', KEYS[5], ARGV[i])
+  redis.call('HDEL', KEYS[6], ARGV[i])
+end
+return n
+"""
+
+#: KEYS meta summary; ARGV expected-revision new-revision data.
+#: Returns {1} (written), {0, current} (conflict) or {-1} (no session).
+PUT_SUMMARY = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+local current = tonumber(redis.call('HGET', KEYS[2], 'revision') or '0')
+if current ~= tonumber(ARGV[1]) then return {0, current} end
+redis.call('HSET', KEYS[2], 'revision', ARGV[2], 'data', ARGV[3])
+return {1}
+"""
+
+#: KEYS bodies tokens; ARGV counter, then (id tokens) pairs. Counts of unknown ids are dropped.
+PUT_TOKENS = """
+for i = 2, #ARGV, 2 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then
+    local current = redis.call('HGET', KEYS[2], ARGV[i])
+    local counts = {}
+    if current then counts = cjson.decode(current) end
+    counts[ARGV[1]] = tonumber(ARGV[i + 1])
+    redis.call('HSET', KEYS[2], ARGV[i], cjson.encode(counts))
+  end
+end
+return 0
+"""
+
+#: KEYS meta migrations; ARGV record JSON. Returns 1, or -1 when there is no session.
+LOG_MIGRATION = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+redis.call('RPUSH', KEYS[2], ARGV[1])
+return 1
+"""

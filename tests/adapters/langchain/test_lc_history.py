@@ -1,0 +1,260 @@
+"""FittedChatMessageHistory on its own: fitting, caching, the full log, model switches, stores."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_session_migrator import (
+    FittedChatMessageHistory,
+    LangChainSummarizer,
+    messages_from_core,
+    window_for,
+)
+from session_migrator import EstimatingCounter, TiktokenCounter, UnknownModelError
+from session_migrator._messages import MARKER_KEY
+
+
+@pytest.fixture
+def tokenizations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every text the core tokenizes, recorded."""
+    seen: list[str] = []
+    for cls in (TiktokenCounter, EstimatingCounter):
+        original = cls.count_text
+
+        def counting(self: Any, text: str, _original: Any = original) -> int:
+            seen.append(text)
+            return int(_original(self, text))
+
+        monkeypatch.setattr(cls, "count_text", counting)
+    return seen
+
+
+def _fill(history: FittedChatMessageHistory, kit: Any, turns: int = 40) -> None:
+    history.add_messages([SystemMessage("You are a careful analyst.", id="sys")])
+    history.add_messages(messages_from_core(kit.conversation(turns)))
+
+
+def test_constructing_and_using_emits_no_warning(store_url: str, make_history: Any) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = make_history("s", model="gpt-4o-mini", store=store_url)
+        history.add_user_message("hi")
+        history.add_ai_message("hello")
+        assert len(history.messages) == 2
+        history.clear()
+    assert [str(w.message) for w in caught] == []
+
+
+def test_fits_untouched_and_a_warm_read_tokenizes_nothing(
+    store_url: str, kit: Any, tokenizations: list[str], make_history: Any
+) -> None:
+    history = make_history("s", model="gpt-4o", store=store_url)
+    _fill(history, kit, 10)
+    first = history.messages
+    assert first == history.full_messages
+    assert history.last_report is not None
+    assert history.last_report.decision == "fits"
+    tokenizations.clear()
+    second = history.messages
+    assert tokenizations == []
+    assert second == first
+    assert second is not first
+    assert all(a is b for a, b in zip(first, second, strict=True))
+
+
+def test_switching_models_compresses_and_gives_everything_back(
+    store_url: str, kit: Any, make_history: Any
+) -> None:
+    big, small = kit.make_model("gpt-4o", 100_000), kit.make_model("gpt-4o-mini", 1_500, 200)
+    history = make_history("s", model=big, store=store_url)
+    _fill(history, kit, 40)
+    everything = history.messages
+    assert len(everything) == 81
+
+    history.set_model(small)
+    fitted = history.messages
+    budget, counter = kit.budget_of(small)
+    assert kit.tokens_sent(fitted, counter) <= budget - history.reserved_tokens(window_for(small))
+    assert len(fitted) < len(everything)
+    assert fitted[0].content == "You are a careful analyst."  # the system prompt is pinned
+    assert MARKER_KEY in fitted[1].response_metadata  # then a summary or note on the cut part
+    assert isinstance(fitted[2], HumanMessage)
+    assert fitted[-1] == everything[-1]  # the newest turn is there, verbatim
+    report = history.last_report
+    assert report is not None
+    assert report.decision == "compressed"
+    assert report.dropped_ids or report.summarized_ids
+
+    history.set_model(big)
+    assert history.messages == everything
+    assert len(history.full_messages) == 81  # compression never touched the log
+    moves = [(r.from_model, r.to_model) for r in history.store.migrations("s")]
+    assert moves == [(None, "gpt-4o"), ("gpt-4o", "gpt-4o-mini"), ("gpt-4o-mini", "gpt-4o")]
+
+
+def test_ids_are_assigned_and_appends_are_idempotent(store_url: str, make_history: Any) -> None:
+    history = make_history("s", model="gpt-4o", store=store_url)
+    history.add_messages([HumanMessage("no id"), AIMessage("with id", id="a1")])
+    stored = history.full_messages
+    assert stored[0].id is not None
+    assert stored[1].id == "a1"
+    history.add_messages([AIMessage("with id", id="a1")])
+    assert len(history.full_messages) == 2
+
+
+def test_the_setter_replaces_the_log_and_clear_deletes_it(
+    store_url: str, make_history: Any
+) -> None:
+    history = make_history("s", model="gpt-4o", store=store_url)
+    history.add_user_message("old")
+    history.messages = [HumanMessage("new", id="n1")]
+    assert [m.content for m in history.messages] == ["new"]
+    history.clear()
+    assert history.messages == []
+    assert history.full_messages == []
+    assert history.store.migrations("s") == []
+
+
+def test_without_a_model_the_whole_log_is_returned(
+    store_url: str, kit: Any, make_history: Any
+) -> None:
+    history = make_history("s", store=store_url)
+    assert history.model is None
+    _fill(history, kit, 5)
+    assert history.messages == history.full_messages
+    assert history.last_report is None
+
+
+def test_the_last_fitted_model_is_remembered_by_the_store(
+    tmp_path: Path, kit: Any, make_history: Any
+) -> None:
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    first = make_history("s", model="gpt-4o-mini", store=url)
+    _fill(first, kit, 3)
+    first.messages  # noqa: B018 - the read logs the fit
+    again = make_history("s", store=url)
+    assert again.model is not None
+    assert again.model.name == "gpt-4o-mini"
+    assert again.full_messages == first.full_messages
+
+
+def test_unknown_model_names_fail_loudly(make_history: Any) -> None:
+    with pytest.raises(UnknownModelError, match="register_model"):
+        make_history("s", model="acme-unknown-model", store="memory://")
+
+
+def test_tool_calls_and_results_stay_together(store_url: str, kit: Any, make_history: Any) -> None:
+    history = make_history("s", model=kit.make_model("gpt-4o-mini", 900, 100), store=store_url)
+    for n in range(12):
+        history.add_messages(
+            [
+                HumanMessage(f"Look up order {n}"),
+                AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": n}, "id": f"c{n}"}]),
+                ToolMessage(kit.FILLER * 3, tool_call_id=f"c{n}"),
+                AIMessage(f"Order {n} is fine."),
+            ]
+        )
+    fitted = history.messages
+    kit.assert_paired(fitted)
+    assert len(fitted) < len(history.full_messages)
+
+
+async def test_async_reads_writes_and_clear(store_url: str, kit: Any, make_history: Any) -> None:
+    history = make_history("s", model="gpt-4o", store=store_url)
+    await history.aadd_messages(messages_from_core(kit.conversation(3)))
+    assert len(await history.aget_messages()) == 6
+    assert await history.aget_messages() == history.messages
+    assert len(await history.aget_full_messages()) == 6
+    await history.aclear()
+    assert await history.aget_messages() == []
+
+
+def test_a_langchain_chat_model_writes_the_summary(
+    store_url: str, kit: Any, make_history: Any
+) -> None:
+    summarizer = FakeListChatModel(responses=["SUMMARY: the user asked 30 questions."])
+    history = make_history(
+        "s",
+        model=kit.make_model("gpt-4o-mini", 1_500, 200),
+        store=store_url,
+        strategy="summarize",
+        summarizer=summarizer,
+    )
+    _fill(history, kit, 30)
+    fitted = history.messages
+    summary = next(m for m in fitted if MARKER_KEY in m.response_metadata)
+    assert "SUMMARY: the user asked 30 questions." in summary.text
+    report = history.last_report
+    assert report is not None
+    assert report.summary is not None
+    assert report.summary["summarizer"] == "langchain:FakeListChatModel"
+    assert report.fallbacks == []
+    stored = history.store.get_summary("s")
+    assert stored is not None
+    assert "SUMMARY" in stored.text
+
+
+def test_a_failing_summarizer_falls_back_and_says_so(
+    store_url: str, kit: Any, make_history: Any
+) -> None:
+    class Broken(FakeListChatModel):
+        def _call(self, *args: Any, **kwargs: Any) -> str:
+            raise RuntimeError("provider down")
+
+    history = make_history(
+        "s",
+        model=kit.make_model("gpt-4o-mini", 1_500, 200),
+        store=store_url,
+        strategy="summarize",
+        summarizer=Broken(responses=["never"]),
+    )
+    _fill(history, kit, 30)
+    history.messages  # noqa: B018
+    report = history.last_report
+    assert report is not None
+    assert report.decision == "compressed"
+    assert any("provider down" in f for f in report.fallbacks)
+
+
+async def test_the_summarizer_works_async_and_cuts_long_replies(kit: Any) -> None:
+    counter = TiktokenCounter("o200k_base")
+    model = FakeListChatModel(responses=["word " * 500])
+    summarizer = LangChainSummarizer(model)
+    messages = kit.conversation(2)
+    text = await summarizer.asummarize(messages, max_tokens=40, counter=counter)
+    assert counter.count_text(text) <= 40
+    request = summarizer.request(messages, max_tokens=40, counter=counter, previous="earlier")
+    assert "earlier" in request[1].text
+    assert "Question 1" in request[1].text
+
+
+@pytest.mark.redis
+def test_on_redis(redis_url: str, kit: Any, make_history: Any) -> None:
+    _round_trip_on(redis_url, kit, make_history)
+
+
+@pytest.mark.postgres
+def test_on_postgres(postgres_url: str, kit: Any, make_history: Any) -> None:
+    _round_trip_on(postgres_url, kit, make_history)
+
+
+def _round_trip_on(url: str, kit: Any, make_history: Any) -> None:
+    small = kit.make_model("gpt-4o-mini", 1_500, 200)
+    history = make_history("s-remote", model="gpt-4o", store=url)
+    _fill(history, kit, 30)
+    assert len(history.messages) == 61
+    history.set_model(small)
+    budget, counter = kit.budget_of(small)
+    reserve = history.reserved_tokens(window_for(small))
+    assert kit.tokens_sent(history.messages, counter) <= budget - reserve
+    again = make_history("s-remote", store=url)  # another process, same store
+    assert again.full_messages == history.full_messages
+    assert again.model is not None
+    assert again.model.name == "gpt-4o-mini"
