@@ -1,1 +1,35 @@
-"""LlamaIndex adapter for session-migrator."""
+"""LlamaIndex adapter for session-migrator: a store-backed ``ChatMemoryBuffer`` that fits the
+conversation to whichever model reads it, and lossless ``ChatMessage`` conversion.
+
+>>> from llama_index.core.llms import ChatMessage, MockLLM
+>>> from llamaindex_session_migrator import SessionMigratorMemory
+>>> memory = SessionMigratorMemory.from_defaults(
+...     llm=MockLLM(), chat_store_key="readme", store="memory://")
+>>> memory.put(ChatMessage(role="user", content="Hi"))
+>>> len(memory.get()), len(memory.get_all())
+(1, 1)
+"""
+
+from llamaindex_session_migrator._convert import (
+    LLAMAINDEX_KEY,
+    from_chat_message,
+    from_chat_messages,
+    to_chat_message,
+    to_chat_messages,
+)
+from llamaindex_session_migrator._memory import ModelSource, SessionMigratorMemory
+from llamaindex_session_migrator._models import window_for, window_from_metadata
+from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
+
+__all__ = [
+    "LLAMAINDEX_KEY",
+    "LlamaIndexSummarizer",
+    "ModelSource",
+    "SessionMigratorMemory",
+    "from_chat_message",
+    "from_chat_messages",
+    "to_chat_message",
+    "to_chat_messages",
+    "window_for",
+    "window_from_metadata",
+]

@@ -1,0 +1,445 @@
+"""``SessionMigratorMemory``: a ``ChatMemoryBuffer`` backed by a session store that fits the
+history to whichever model is about to read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import PrivateAttr, model_validator
+from llama_index.core.llms import LLM
+from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
+from llama_index.core.utils import get_tokenizer
+
+from llamaindex_session_migrator._convert import from_chat_message, to_chat_message
+from llamaindex_session_migrator._instrumentation import listen
+from llamaindex_session_migrator._models import DEFAULT_WINDOW, ModelLike
+from llamaindex_session_migrator._reconcile import plan_set
+from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
+from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
+from session_migrator import Message, ModelWindow
+from session_migrator._fitter import SessionFitter
+from session_migrator._migrate import MigrationReport, MigrationResult, default_counter, migrate
+from session_migrator._strategies import Compressor
+from session_migrator._summarizers import Summarizer
+from session_migrator._tokens import TOKENS_PER_MESSAGE
+from session_migrator.store import BaseSessionStore, open_store
+
+__all__ = ["ModelSource", "SessionMigratorMemory"]
+
+#: Unless ``reserve_input`` is given, this share of the window (at most
+#: :data:`DEFAULT_RESERVE_CAP` tokens) is kept free for what the engine sends besides the history.
+DEFAULT_RESERVE_SHARE = 0.10
+DEFAULT_RESERVE_CAP = 1024
+
+#: ``token_limit`` when none is given: the model's budget alone decides.
+_NO_CAP = 2**31 - 1
+
+
+def _copy(message: ChatMessage) -> ChatMessage:
+    """A copy callers may change (engines edit the last message's text block in place)."""
+    return message.model_copy(
+        update={
+            "blocks": [b.model_copy() for b in message.blocks],
+            "additional_kwargs": dict(message.additional_kwargs),
+        }
+    )
+
+
+class _PromptTokenizer:
+    """``tokenizer_fn`` for engines that measure their prefix messages (``SimpleChatEngine``):
+    counts with the current model's counter, plus one message's chat-format overhead, so the
+    prefix and the fitted history together stay within the budget.
+    """
+
+    def __init__(self, memory: SessionMigratorMemory) -> None:
+        self._memory = weakref.ref(memory)
+
+    def __call__(self, text: str) -> list[int]:
+        memory = self._memory()
+        window = memory._tracker.resolve()[0] if memory is not None else DEFAULT_WINDOW
+        counter = default_counter(window)
+        return [0] * (counter.count_text(text) + TOKENS_PER_MESSAGE + 1) if text else []
+
+
+class _Listener:
+    """Tells one memory (held weakly) about the chat calls that carried its history."""
+
+    def __init__(self, memory: SessionMigratorMemory) -> None:
+        self._memory = weakref.ref(memory)
+
+    def on_chat_start(self, messages: list[Any], model_dict: dict[str, Any]) -> bool:
+        memory = self._memory()
+        return memory._observe(messages, model_dict) if memory is not None else False
+
+
+class SessionMigratorMemory(ChatMemoryBuffer):
+    """A drop-in ``ChatMemoryBuffer`` whose log lives in a session store and whose ``get``
+    returns the conversation fitted to the current model.
+
+    Contract:
+
+    - ``chat_store_key`` is the session id; ``put``/``put_messages``/``set``/``reset`` (and their
+      ``a``-forms) write the store at once; ``get_all()`` is the full log, never compressed;
+    - ``get(input, initial_token_count)`` fits the log to the model's input budget (its window
+      less the reserved output, less ``initial_token_count``) with ``strategy`` (``trim``,
+      ``summarize``, ``recall``, ``auto``): a log that fits is returned whole; else the system
+      messages, a summary or note of what was cut, (for recall) the older turns relevant to
+      ``input`` or the latest user message, and the newest turns. Tool calls stay paired;
+      ``token_limit``, when given, caps the history further;
+    - the model is, first hit wins: ``set_model(...)``; else the newest of (a) the LLM given to
+      ``from_defaults(llm=...)``, or ``Settings.llm`` when none was given, whose ``metadata`` is
+      re-read on every ``get``, and (b) the model the last chat call carrying this history
+      really used (seen through LlamaIndex instrumentation); else LlamaIndex's default window;
+    - a changed model re-fits on the next ``get`` (smaller: compress; larger: more, up to all)
+      and the change is logged in the store's migration log;
+    - a second ``get`` with nothing new costs no tokenization (counts are cached and persisted);
+      each call returns new ``ChatMessage`` objects.
+
+    >>> from llama_index.core.llms import ChatMessage, MockLLM
+    >>> memory = SessionMigratorMemory.from_defaults(
+    ...     llm=MockLLM(), chat_store_key="doc-demo", store="memory://", strategy="trim")
+    >>> memory.put(ChatMessage(role="user", content="Hello"))
+    >>> [m.content for m in memory.get()]
+    ['Hello']
+    >>> memory.model_source, memory.model_window.context_window
+    ('llm', 3900)
+    """
+
+    token_limit: int = _NO_CAP
+
+    _store_spec: BaseSessionStore | str | None = PrivateAttr(default=None)
+    _store: BaseSessionStore | None = PrivateAttr(default=None)
+    _owns_store: bool = PrivateAttr(default=False)
+    _fitter: SessionFitter | None = PrivateAttr(default=None)
+    _strategy: str | Compressor = PrivateAttr(default="auto")
+    _summarizer: Summarizer | None = PrivateAttr(default=None)
+    _reserve_output: int | None = PrivateAttr(default=None)
+    _reserve_input: int | float | None = PrivateAttr(default=None)
+    _workspace: str = PrivateAttr(default="default")
+    _lock: Any = PrivateAttr(default_factory=threading.RLock)
+    _tracker: ModelTracker = PrivateAttr(default_factory=ModelTracker)
+    _templates: dict[str, tuple[Message, ChatMessage]] = PrivateAttr(default_factory=dict)
+    _view: tuple[MigrationResult, list[ChatMessage]] | None = PrivateAttr(default=None)
+    _handed: list[ChatMessage] = PrivateAttr(default_factory=list)
+    _handed_ids: frozenset[int] = PrivateAttr(default=frozenset())
+    _window: ModelWindow | None = PrivateAttr(default=None)
+    _source: ModelSource | None = PrivateAttr(default=None)
+    _listener: _Listener | None = PrivateAttr(default=None)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SessionMigratorMemory"
+
+    @model_validator(mode="before")
+    @classmethod
+    def validate_memory(cls, values: Any) -> Any:
+        """Unlike the parent, ``token_limit`` is optional (the model's budget decides)."""
+        if isinstance(values, dict):
+            values.setdefault("token_limit", _NO_CAP)
+            if values["token_limit"] < 1:
+                raise ValueError("token_limit must be greater than 0")
+            if values.get("tokenizer_fn") is None:
+                values["tokenizer_fn"] = get_tokenizer()
+        return values
+
+    @classmethod
+    def from_defaults(
+        cls,
+        chat_history: list[ChatMessage] | None = None,
+        llm: LLM | None = None,
+        chat_store: Any = None,
+        chat_store_key: str = DEFAULT_CHAT_STORE_KEY,
+        token_limit: int | None = None,
+        tokenizer_fn: Any = None,
+        *,
+        store: BaseSessionStore | str | None = None,
+        strategy: str | Compressor = "auto",
+        summarizer: Summarizer | LLM | None = None,
+        model: ModelLike | None = None,
+        reserve_output: int | None = None,
+        reserve_input: int | float | None = None,
+        workspace: str = "default",
+        **kwargs: Any,
+    ) -> SessionMigratorMemory:
+        """A memory for session ``chat_store_key`` in ``store``.
+
+        ``store`` is a store URL (``"memory://"``, ``"sqlite:///path.db"``, ``"redis://..."``,
+        ``"postgresql://..."``) or a store object; ``None`` opens the embedded SQLite default
+        (``SESSION_MIGRATOR_STORE`` or ``$SESSION_MIGRATOR_HOME/sessions.db``). ``llm`` is kept
+        and read on every ``get``; ``model`` pins a model (as :meth:`set_model`).
+        ``summarizer`` is a core summarizer or a LlamaIndex LLM to write summaries with.
+        ``reserve_output`` overrides the output reserved (default: ``num_output`` capped at a
+        quarter of the window). ``reserve_input`` keeps input tokens free for what the engine
+        sends besides the history (retrieved context, a system prompt, tool schemas, an
+        agent's scratchpad): a number of tokens, or a share of the window below 1; by default
+        10% of the window, at most 1,024 tokens. ``ContextChatEngine`` and
+        ``CondensePlusContextChatEngine`` need the retrieved context plus about 700 tokens (their
+        response synthesizer keeps 500 tokens of padding besides its templates).
+        ``token_limit`` caps the history's tokens below the model's budget. A non-empty
+        ``chat_history`` is written with :meth:`set`. ``chat_store`` (a LlamaIndex chat store)
+        is not supported: the session store replaces it.
+        """
+        if kwargs:
+            raise ValueError(f"Unexpected kwargs: {kwargs}")
+        if chat_store is not None:
+            raise ValueError(
+                "SessionMigratorMemory keeps the conversation in a session store: pass "
+                "store='sqlite:///path.db' (or 'memory://', 'redis://...', 'postgresql://...') "
+                "instead of chat_store"
+            )
+        memory = cls(
+            token_limit=token_limit if token_limit is not None else _NO_CAP,
+            tokenizer_fn=tokenizer_fn or get_tokenizer(),
+            chat_store_key=chat_store_key,
+        )
+        if tokenizer_fn is None:
+            memory.tokenizer_fn = _PromptTokenizer(memory)
+        memory._store_spec = store
+        memory._strategy = strategy
+        memory._summarizer = (
+            LlamaIndexSummarizer(summarizer) if isinstance(summarizer, LLM) else summarizer
+        )
+        memory._reserve_output = reserve_output
+        if reserve_input is not None and (
+            reserve_input < 0 or (isinstance(reserve_input, float) and reserve_input >= 1)
+        ):
+            raise ValueError(
+                "reserve_input is a number of tokens, or a share of the window below 1"
+            )
+        memory._reserve_input = reserve_input
+        memory._workspace = workspace
+        memory._tracker.llm = llm
+        if model is not None:
+            memory.set_model(model)
+        if chat_history:
+            memory.set(chat_history)
+        return memory
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        self._listener = _Listener(self)
+        listen(self._listener)
+
+    # -- the model -------------------------------------------------------------------------
+
+    def set_model(self, model: ModelLike | None) -> None:
+        """Pin the model (a name, a LlamaIndex LLM read on every ``get``, or a window); it wins
+        over every other source. ``None`` unpins. An unknown name raises
+        :class:`~session_migrator.UnknownModelError` here, not at the next ``get``.
+        """
+        self._tracker.set_explicit(model)
+
+    @property
+    def model_window(self) -> ModelWindow | None:
+        """The window the last ``get`` fitted to (``None`` before the first)."""
+        return self._window
+
+    @property
+    def model_source(self) -> ModelSource | None:
+        """Where that window came from: explicit, observed, llm, settings or default."""
+        return self._source
+
+    @property
+    def last_report(self) -> MigrationReport | None:
+        """The report of the last ``get``: decision, tokens before and after, what was cut."""
+        view = self._view
+        return view[0].report if view is not None else None
+
+    @property
+    def session_id(self) -> str:
+        return self.chat_store_key
+
+    @property
+    def store(self) -> BaseSessionStore:
+        """The session store (opened on first use)."""
+        return self._get_fitter().store
+
+    def _observe(self, messages: list[Any], model_dict: dict[str, Any]) -> bool:
+        """Record the model of a chat call if it carried what this memory handed out."""
+        handed = self._handed_ids
+        carried = bool(handed) and any(id(m) in handed for m in messages)
+        if not carried and self._handed:
+            last = self._handed[-1]
+            carried = any(isinstance(m, ChatMessage) and m == last for m in messages)
+        if carried:
+            self._tracker.observe(model_dict)
+        return carried
+
+    # -- the fitted view -------------------------------------------------------------------
+
+    def _get_fitter(self) -> SessionFitter:
+        with self._lock:
+            fitter = self._fitter
+            if fitter is not None and fitter.session_id == self.chat_store_key:
+                return fitter
+            if self._store is None:
+                spec = self._store_spec
+                if isinstance(spec, BaseSessionStore):
+                    self._store = spec
+                else:
+                    self._store = open_store(spec)
+                    self._owns_store = True
+            fitter = SessionFitter(
+                self.chat_store_key,
+                store=self._store,
+                strategy=self._strategy,
+                summarizer=self._summarizer,
+                reserve_output=self._reserve_output,
+                workspace=self._workspace,
+            )
+            self._fitter = fitter
+            self._templates = {}
+            self._view = None
+            return fitter
+
+    def _template(self, message: Message) -> ChatMessage:
+        hit = self._templates.get(message.id)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        converted = to_chat_message(message)
+        self._templates[message.id] = (message, converted)
+        return converted
+
+    def _fit(self, input: str | None, initial_token_count: int) -> MigrationResult:
+        with self._lock:
+            window, source = self._tracker.resolve()
+            if self.token_limit < window.max_input_tokens:
+                window = window.with_changes(max_input_tokens=self.token_limit)
+            strategy = self._strategy
+            uses_query = not isinstance(strategy, str) or strategy in ("recall", "auto")
+            query = input if uses_query and input else None
+            reserve = self._reserve_input
+            if reserve is None:
+                reserve = min(
+                    int(window.context_window * DEFAULT_RESERVE_SHARE), DEFAULT_RESERVE_CAP
+                )
+            elif isinstance(reserve, float):
+                reserve = int(window.context_window * reserve)
+            extra = max(0, initial_token_count) + reserve
+            fitter = self._get_fitter()
+            if fitter.refresh():
+                result = fitter.fit(window, query=query, extra_reserved=extra)
+            else:
+                # nothing stored yet: there is no session to log a migration against
+                result = migrate(
+                    [],
+                    window,
+                    strategy=strategy,
+                    reserve_output=self._reserve_output,
+                    extra_reserved=extra,
+                )
+            self._window, self._source = window, source
+            return result
+
+    def _hand_out(self, result: MigrationResult) -> list[ChatMessage]:
+        with self._lock:
+            view = self._view
+            if view is not None and view[0] is result:
+                templates = view[1]
+            else:
+                templates = [self._template(m) for m in result.messages]
+                self._view = (result, templates)
+            out = [_copy(t) for t in templates]
+            self._handed = out
+            self._handed_ids = frozenset(id(m) for m in out)
+            return list(out)
+
+    def get(
+        self,
+        input: str | None = None,
+        initial_token_count: int = 0,
+        **kwargs: Any,
+    ) -> list[ChatMessage]:
+        """The conversation fitted to the current model (see the class docstring)."""
+        return self._hand_out(self._fit(input, initial_token_count))
+
+    async def aget(
+        self,
+        input: str | None = None,
+        initial_token_count: int = 0,
+        **kwargs: Any,
+    ) -> list[ChatMessage]:
+        """:meth:`get` in a worker thread."""
+        return await asyncio.to_thread(self.get, input, initial_token_count)
+
+    def get_all(self) -> list[ChatMessage]:
+        """The full log, oldest first, never compressed."""
+        with self._lock:
+            return [_copy(self._template(m)) for m in self._get_fitter().messages]
+
+    async def aget_all(self) -> list[ChatMessage]:
+        """:meth:`get_all` in a worker thread."""
+        return await asyncio.to_thread(self.get_all)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def put(self, message: ChatMessage) -> None:
+        """Append one message to the session (written at once)."""
+        self.put_messages([message])
+
+    async def aput(self, message: ChatMessage) -> None:
+        """:meth:`put` in a worker thread."""
+        await asyncio.to_thread(self.put, message)
+
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        """Append messages in one atomic store write, in order."""
+        converted = [from_chat_message(m) for m in messages]
+        self._get_fitter().append(converted)
+
+    async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        """:meth:`put_messages` in a worker thread."""
+        await asyncio.to_thread(self.put_messages, messages)
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        """Make the log ``messages``, keeping the stored record (id, other frameworks' fields)
+        of every message that is unchanged.
+
+        Giving back the log, or a fitted view of it (with this library's summary or note), with
+        new messages at the end appends only those; a log that keeps some stored messages in
+        order and adds new ones after them deletes the others; anything else rewrites the
+        session.
+        """
+        with self._lock:
+            fitter = self._get_fitter()
+            markers = [t for (m, t) in self._templates.values() if m.marker is not None]
+            plan = plan_set(fitter.messages, messages, self._template, markers)
+            if plan.action == "append":
+                fitter.append(plan.messages)
+                return
+            if plan.action == "delete_and_append":
+                fitter.store.delete_messages(self.chat_store_key, plan.removed_ids)
+            else:
+                fitter.clear()
+            self._fitter = None  # its cached log is stale
+            self._get_fitter().append(plan.messages)
+
+    async def aset(self, messages: list[ChatMessage]) -> None:
+        """:meth:`set` in a worker thread."""
+        await asyncio.to_thread(self.set, messages)
+
+    def reset(self) -> None:
+        """Delete the session from the store (its log, summaries, counts and migration log)."""
+        with self._lock:
+            self._get_fitter().clear()
+            self._fitter = None  # a new fitter: the old one remembers the deleted migration log
+            self._handed = []
+            self._handed_ids = frozenset()
+
+    async def areset(self) -> None:
+        """:meth:`reset` in a worker thread."""
+        await asyncio.to_thread(self.reset)
+
+    def close(self) -> None:
+        """Close the store if this memory opened it (a store object given in is left open)."""
+        with self._lock:
+            if self._store is not None and self._owns_store:
+                self._store.close()
+                self._store = None
+                self._fitter = None
+                self._owns_store = False

@@ -1,0 +1,103 @@
+"""From a LlamaIndex model (an ``LLM``, its ``metadata``, or an event's ``model_dict``) to a
+:class:`~session_migrator.ModelWindow`.
+
+The framework's own facts win: ``metadata.context_window`` is the window and ``num_output``
+(when positive) the output to reserve, ``source="metadata"``. The ``model_name`` is looked up
+only for what the metadata does not say: the tokenizer family (an unknown name is inferred from
+its spelling, else counted as ``other``, the most conservative estimate) and, when the bundled
+window is the same as the metadata's, the model's separate input cap (gpt-5: 272k of 400k).
+
+>>> from llama_index.core.llms import MockLLM
+>>> w = window_for(MockLLM(max_tokens=64))
+>>> (w.context_window, w.max_output_tokens, w.source)
+(3900, 64, 'metadata')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from llama_index.core.base.llms.types import LLMMetadata
+from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUTS
+from llama_index.core.llms import LLM
+
+from session_migrator import ModelWindow, UnknownModelError
+from session_migrator._migrate import resolve_target
+from session_migrator._models import infer_tokenizer, lookup_model
+
+__all__ = ["DEFAULT_WINDOW", "ModelLike", "window_for", "window_from_metadata"]
+
+#: What a model may be given as: a name, a LlamaIndex LLM, or a window.
+ModelLike = str | LLM | ModelWindow
+
+#: Used only when no model is known at all: LlamaIndex's own defaults for an LLM's metadata
+#: (3,900 tokens, 256 out), counted with the most conservative estimate.
+DEFAULT_WINDOW = ModelWindow(
+    name="unknown",
+    provider="unknown",
+    context_window=DEFAULT_CONTEXT_WINDOW,
+    max_input_tokens=DEFAULT_CONTEXT_WINDOW,
+    max_output_tokens=DEFAULT_NUM_OUTPUTS,
+    tokenizer="other",
+    source="default",
+)
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def window_from_metadata(metadata: LLMMetadata | Mapping[str, Any]) -> ModelWindow:
+    """The window an LLM's metadata describes (a ``LLMMetadata`` or its dict, e.g. an
+    instrumentation event's ``model_dict``).
+
+    Raises ``ValueError`` when there is no positive ``context_window``.
+    """
+    data = metadata.model_dump() if isinstance(metadata, LLMMetadata) else metadata
+    context_window = _positive(data.get("context_window"))
+    if context_window is None:
+        raise ValueError(f"the LLM metadata has no positive context_window: {dict(data)!r}")
+    raw_name = data.get("model_name") or data.get("model") or "unknown"
+    name = str(raw_name).strip() or "unknown"
+    num_output = _positive(data.get("num_output"))
+    try:
+        base: ModelWindow | None = lookup_model(name)
+    except (UnknownModelError, ValueError):
+        base = None
+    if base is not None:
+        max_input = (
+            min(base.max_input_tokens, context_window)
+            if base.context_window == context_window
+            else context_window
+        )
+        return ModelWindow(
+            name=base.name,
+            provider=base.provider,
+            context_window=context_window,
+            max_input_tokens=max_input,
+            max_output_tokens=num_output if num_output is not None else base.max_output_tokens,
+            tokenizer=base.tokenizer,
+            source="metadata",
+            as_of=base.as_of,
+        )
+    return ModelWindow(
+        name=name,
+        provider=str(data.get("class_name") or "llamaindex"),
+        context_window=context_window,
+        max_input_tokens=context_window,
+        max_output_tokens=num_output,
+        tokenizer=infer_tokenizer(name),
+        source="metadata",
+    )
+
+
+def window_for(model: ModelLike) -> ModelWindow:
+    """The window of ``model``: an LLM (its metadata, read now), a name (looked up; raises
+    :class:`~session_migrator.UnknownModelError` when unknown) or a window (itself).
+    """
+    if isinstance(model, ModelWindow):
+        return model
+    if isinstance(model, str):
+        return resolve_target(model)
+    return window_from_metadata(model.metadata)

@@ -1,0 +1,455 @@
+"""SessionMigratorMemory on its own: the BaseMemory API, persistence, fitting, the model."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llama_index.core import Settings
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, ToolCallBlock
+from llama_index.core.llms import MockLLM
+from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
+
+from llamaindex_session_migrator import (
+    LlamaIndexSummarizer,
+    SessionMigratorMemory,
+    from_chat_messages,
+)
+from session_migrator import Message, ModelWindow, SummarizerError, TiktokenCounter
+from session_migrator._rules import is_valid_chat
+from session_migrator.store import open_store
+
+MemoryFactory = Callable[..., SessionMigratorMemory]
+COUNTER = TiktokenCounter("o200k_base")
+
+
+def _turns(n: int, words: int = 30) -> list[ChatMessage]:
+    out: list[ChatMessage] = []
+    for i in range(n):
+        out.append(ChatMessage(role="user", content=f"question {i}: " + "blah " * words))
+        out.append(ChatMessage(role="assistant", content=f"answer {i}: " + "word " * words))
+    return out
+
+
+def _tokens(messages: list[ChatMessage]) -> int:
+    return COUNTER.count_messages(from_chat_messages(messages))
+
+
+def test_is_a_chat_memory_buffer(make_memory: MemoryFactory) -> None:
+    memory = make_memory()
+    assert isinstance(memory, ChatMemoryBuffer)
+    assert isinstance(memory, BaseMemory)
+    assert memory.chat_store_key == memory.session_id == "s1"
+
+
+def test_put_get_all_and_reset(make_memory: MemoryFactory) -> None:
+    memory = make_memory(llm=MockLLM())
+    memory.put(ChatMessage(role="user", content="hello"))
+    memory.put_messages([ChatMessage(role="assistant", content="hi"), ChatMessage(content="bye")])
+    assert [m.content for m in memory.get_all()] == ["hello", "hi", "bye"]
+    assert [m.content for m in memory.get()] == ["hello", "hi", "bye"]
+    memory.reset()
+    assert memory.get_all() == []
+    assert memory.get() == []
+
+
+async def test_async_forms(make_memory: MemoryFactory) -> None:
+    memory = make_memory(llm=MockLLM())
+    await memory.aput(ChatMessage(role="user", content="a"))
+    await memory.aput_messages([ChatMessage(role="assistant", content="b")])
+    assert [m.content for m in await memory.aget()] == ["a", "b"]
+    assert [m.content for m in await memory.aget_all()] == ["a", "b"]
+    await memory.aset([ChatMessage(role="user", content="c")])
+    assert [m.content for m in await memory.aget_all()] == ["c"]
+    await memory.areset()
+    assert await memory.aget_all() == []
+
+
+def test_log_persists_across_memories_on_sqlite(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    first = SessionMigratorMemory.from_defaults(chat_store_key="chat", store=url, llm=MockLLM())
+    first.put_messages(_turns(2))
+    first.close()
+    second = SessionMigratorMemory.from_defaults(chat_store_key="chat", store=url, llm=MockLLM())
+    try:
+        assert [m.content for m in second.get_all()] == [m.content for m in _turns(2)]
+    finally:
+        second.close()
+
+
+def test_default_store_is_embedded_sqlite_under_home(tmp_path: Path) -> None:
+    memory = SessionMigratorMemory.from_defaults(chat_store_key="d", llm=MockLLM())
+    try:
+        memory.put(ChatMessage(content="x"))
+        assert memory.store.url.startswith("sqlite:///")
+        assert (tmp_path / "sm-home" / "sessions.db").exists()
+    finally:
+        memory.close()
+
+
+def test_get_fits_the_window_and_get_all_keeps_everything(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    llm = make_llm(context_window=1000, num_output=100)
+    memory = make_memory(llm=llm, strategy="trim")
+    memory.put_messages(_turns(40))
+    fitted = memory.get()
+    assert _tokens(fitted) <= 900
+    assert len(memory.get_all()) == 80
+    report = memory.last_report
+    assert report is not None
+    assert report.decision == "compressed"
+    assert report.tokens_after <= report.budget
+    assert fitted[-1].content == _turns(40)[-1].content
+    assert is_valid_chat(from_chat_messages(fitted))
+
+
+def test_a_second_get_reuses_the_fit_and_returns_new_objects(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=1000), strategy="trim")
+    memory.put_messages(_turns(40))
+    first = memory.get()
+    report = memory.last_report
+    second = memory.get()
+    assert memory.last_report is report  # cached: no re-fit, no tokenization
+    assert first == second
+    assert all(a is not b for a, b in zip(first, second, strict=True))
+    # a caller editing what it got (agents do) does not change the next read
+    first[-1].blocks[0].text = "changed"  # type: ignore[union-attr]
+    assert memory.get()[-1].content == second[-1].content
+
+
+def test_initial_token_count_is_taken_off_the_budget(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=2000, num_output=100), strategy="trim")
+    memory.put_messages(_turns(40))
+    whole = _tokens(memory.get())
+    less = _tokens(memory.get(initial_token_count=600))
+    assert less <= 1900 - 600 < whole
+
+
+def test_token_limit_caps_the_history(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=4000), token_limit=500, strategy="trim")
+    memory.put_messages(_turns(40))
+    assert _tokens(memory.get()) <= 500
+
+
+@pytest.mark.parametrize("strategy", ["trim", "summarize", "recall", "auto"])
+def test_every_strategy_fits(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any], strategy: str
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=1200), strategy=strategy)
+    turns = _turns(30)
+    turns[4] = ChatMessage(role="assistant", content="The launch code is ZEBRA-42. " * 3)
+    memory.put_messages(turns)
+    fitted = memory.get(input="what was the launch code ZEBRA?")
+    assert _tokens(fitted) <= 1100
+    assert is_valid_chat(from_chat_messages(fitted))
+    report = memory.last_report
+    assert report is not None
+    assert report.strategy == strategy
+    if strategy in ("recall", "auto"):
+        assert any("ZEBRA-42" in (m.content or "") for m in fitted)
+
+
+def test_recall_uses_the_latest_user_message_without_input(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=1200), strategy="recall")
+    turns = _turns(30)
+    turns[4] = ChatMessage(role="assistant", content="The launch code is ZEBRA-42. " * 3)
+    memory.put_messages(
+        [*turns, ChatMessage(role="user", content="Remind me: the launch code ZEBRA?")]
+    )
+    assert any("ZEBRA-42" in (m.content or "") for m in memory.get())
+
+
+def test_tool_pairs_stay_together(make_memory: MemoryFactory, make_llm: Callable[..., Any]) -> None:
+    memory = make_memory(llm=make_llm(context_window=900), strategy="trim")
+    for i in range(25):
+        call = ToolCallBlock(tool_call_id=f"c{i}", tool_name="lookup", tool_kwargs={"i": i})
+        memory.put_messages(
+            [
+                ChatMessage(role="user", content=f"look up {i} " + "x " * 20),
+                ChatMessage(role="assistant", blocks=[call]),
+                ChatMessage(
+                    role="tool", content="found " * 20, additional_kwargs={"tool_call_id": f"c{i}"}
+                ),
+                ChatMessage(role="assistant", content=f"done {i}"),
+            ]
+        )
+    fitted = memory.get()
+    assert memory.last_report is not None
+    assert memory.last_report.decision == "compressed"
+    assert is_valid_chat(from_chat_messages(fitted))
+
+
+# -- set ---------------------------------------------------------------------------------------
+
+
+def _stored(memory: SessionMigratorMemory) -> list[Message]:
+    return memory.store.load(memory.session_id)
+
+
+def test_set_with_the_same_history_changes_nothing(make_memory: MemoryFactory) -> None:
+    memory = make_memory(llm=MockLLM())
+    memory.put_messages(_turns(3))
+    before = _stored(memory)
+    memory.set(memory.get_all())
+    assert _stored(memory) == before
+
+
+def test_set_with_new_messages_at_the_end_appends_only_those(make_memory: MemoryFactory) -> None:
+    memory = make_memory(llm=MockLLM())
+    memory.put_messages(_turns(3))
+    before = _stored(memory)
+    memory.set([*memory.get_all(), ChatMessage(role="user", content="more")])
+    after = _stored(memory)
+    assert after[:-1] == before
+    assert after[-1].text == "more"
+
+
+def test_set_with_a_fitted_view_keeps_the_full_log(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=800), strategy="trim")
+    memory.put_messages(_turns(30))
+    before = _stored(memory)
+    view = memory.get()
+    assert view[0].role.value == "system"  # the trim note
+    memory.set([*view, ChatMessage(role="user", content="next")])
+    after = _stored(memory)
+    assert after[:-1] == before
+    assert after[-1].text == "next"
+
+
+def test_set_dropping_messages_deletes_them_and_keeps_the_rest(make_memory: MemoryFactory) -> None:
+    memory = make_memory(llm=MockLLM())
+    memory.put_messages(_turns(3))
+    before = _stored(memory)
+    memory.set([*memory.get_all()[2:], ChatMessage(content="new")])
+    after = _stored(memory)
+    assert after[:-1] == before[2:]
+    assert after[-1].text == "new"
+
+
+def test_set_reordering_rewrites_but_keeps_ids(make_memory: MemoryFactory) -> None:
+    memory = make_memory(llm=MockLLM())
+    memory.put_messages(_turns(2))
+    before = _stored(memory)
+    everything = memory.get_all()
+    memory.set([ChatMessage(role="system", content="first"), *everything])
+    after = _stored(memory)
+    assert after[0].text == "first"
+    assert [m.id for m in after[1:]] == [m.id for m in before]
+
+
+def test_chat_history_in_from_defaults_is_set(make_memory: MemoryFactory) -> None:
+    memory = make_memory(llm=MockLLM(), chat_history=_turns(2))
+    assert len(memory.get_all()) == 4
+    again = make_memory(llm=MockLLM(), chat_history=_turns(2))  # same history: no duplicates
+    assert len(again.get_all()) == 4
+    empty = make_memory(llm=MockLLM(), chat_history=[])  # engines pass []: nothing is erased
+    assert len(empty.get_all()) == 4
+
+
+# -- the model ---------------------------------------------------------------------------------
+
+
+def test_changed_llm_metadata_is_noticed_on_the_next_get(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    llm = make_llm(model_name="gpt-4o", context_window=8000)
+    memory = make_memory(llm=llm)
+    memory.put_messages(_turns(40))
+    big = memory.get()
+    assert memory.last_report is not None
+    assert memory.last_report.decision == "fits"
+    llm.model_name, llm.context_window = "gpt-4o-mini", 1000
+    small = memory.get()
+    assert _tokens(small) <= 900 < _tokens(big)
+    llm.model_name, llm.context_window = "gpt-4o", 8000
+    assert memory.get() == big
+    moves = [(r.from_model, r.to_model) for r in memory.store.migrations("s1")]
+    assert moves == [(None, "gpt-4o"), ("gpt-4o", "gpt-4o-mini"), ("gpt-4o-mini", "gpt-4o")]
+
+
+def test_settings_llm_is_used_when_no_llm_is_given(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory()
+    memory.put_messages(_turns(40))
+    memory.get()
+    assert memory.model_source == "default"
+    Settings.llm = make_llm(context_window=6000)
+    memory.get()
+    assert memory.model_source == "settings"
+    assert memory.model_window is not None
+    assert memory.model_window.context_window == 6000
+    Settings.llm = make_llm(context_window=1000)
+    assert _tokens(memory.get()) <= 900
+
+
+def test_set_model_wins_over_everything(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=1000))
+    memory.put_messages(_turns(10))
+    memory.set_model("gpt-4o")
+    memory.get()
+    assert memory.model_source == "explicit"
+    assert memory.model_window is not None
+    assert memory.model_window.context_window == 128_000
+    window = ModelWindow("tiny", "test", 600, 600, 50, "o200k_base", "explicit")
+    memory.set_model(window)
+    assert _tokens(memory.get()) <= 550
+    memory.set_model(None)
+    memory.get()
+    assert memory.model_source == "llm"
+    with pytest.raises(Exception, match="Unknown model"):
+        memory.set_model("no-such-model-xyz")
+
+
+def test_the_model_that_really_ran_is_observed(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    configured = make_llm(model_name="gpt-4o", context_window=8000)
+    memory = make_memory(llm=configured)
+    memory.put_messages(_turns(40))
+    history = memory.get()
+    assert memory.model_source == "llm"
+    other = make_llm(model_name="gpt-4o-mini", context_window=1000)
+    other.chat(history)  # an engine used another model than the memory was told
+    fitted = memory.get()
+    assert memory.model_source == "observed"
+    assert _tokens(fitted) <= 900
+    configured.context_window = 7000  # the configured model changes later: it is newer
+    memory.get()
+    assert memory.model_source == "llm"
+
+
+def test_calls_that_did_not_carry_the_history_are_ignored(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=8000))
+    memory.put_messages(_turns(3))
+    memory.get()
+    make_llm(model_name="gpt-4o-mini", context_window=500).chat([ChatMessage(content="unrelated")])
+    memory.get()
+    assert memory.model_source == "llm"
+
+
+def test_no_model_at_all_uses_llamaindex_defaults(make_memory: MemoryFactory) -> None:
+    memory = make_memory()
+    memory.put_messages(_turns(60))
+    fitted = memory.get()
+    assert memory.model_source == "default"
+    assert memory.model_window is not None
+    assert memory.model_window.context_window == 3900
+    assert len(fitted) < 120
+
+
+# -- summaries with the LlamaIndex LLM ---------------------------------------------------------
+
+
+class _FailingLLM(MockLLM):
+    def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+        raise RuntimeError("model is down")
+
+
+def test_summaries_written_by_the_llamaindex_llm(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    writer = make_llm(model_name="gpt-4o-mini", reply_words=5)
+    memory = make_memory(llm=make_llm(context_window=1000), strategy="summarize", summarizer=writer)
+    memory.put_messages(_turns(30))
+    fitted = memory.get()
+    report = memory.last_report
+    assert report is not None
+    assert report.summary is not None
+    assert report.summary["summarizer"] == "llamaindex:gpt-4o-mini"
+    assert report.fallbacks == []
+    assert "reply" in (fitted[0].content or "")
+    assert writer.received  # the summarizing model was asked
+    assert memory.store.get_summary("s1") is not None
+
+
+def test_a_failing_summarizer_llm_falls_back(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(
+        llm=make_llm(context_window=1000), strategy="summarize", summarizer=_FailingLLM()
+    )
+    memory.put_messages(_turns(30))
+    memory.get()
+    report = memory.last_report
+    assert report is not None
+    assert report.fallbacks
+    assert "model is down" in report.fallbacks[0]
+
+
+def test_llamaindex_summarizer_sync_and_async(make_llm: Callable[..., Any]) -> None:
+    summarizer = LlamaIndexSummarizer(make_llm(reply_words=3), max_input_tokens=200)
+    messages = from_chat_messages(_turns(20))
+    text = summarizer.summarize(messages, max_tokens=100, counter=COUNTER)
+    assert text.startswith("reply")
+    again = asyncio.run(
+        summarizer.asummarize(messages, max_tokens=100, counter=COUNTER, previous=text)
+    )
+    assert again.startswith("reply")
+    with pytest.raises(SummarizerError, match="model is down"):
+        LlamaIndexSummarizer(_FailingLLM()).summarize(messages, max_tokens=10, counter=COUNTER)
+
+
+# -- construction ------------------------------------------------------------------------------
+
+
+def test_from_defaults_rejects_a_llamaindex_chat_store_and_unknown_kwargs() -> None:
+    from llama_index.core.storage.chat_store import SimpleChatStore
+
+    with pytest.raises(ValueError, match="store="):
+        SessionMigratorMemory.from_defaults(chat_store=SimpleChatStore())
+    with pytest.raises(ValueError, match="Unexpected kwargs"):
+        SessionMigratorMemory.from_defaults(bogus=1)
+    with pytest.raises(ValueError, match="reserve_input"):
+        SessionMigratorMemory.from_defaults(reserve_input=1.5)
+
+
+def test_a_store_object_is_left_open(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'o.db'}")
+    memory = SessionMigratorMemory.from_defaults(chat_store_key="k", store=store, llm=MockLLM())
+    memory.put(ChatMessage(content="x"))
+    memory.close()
+    assert [m.text for m in store.load("k")] == ["x"]
+    store.close()
+
+
+def test_reset_starts_the_migration_log_afresh(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(model_name="gpt-4o"))
+    memory.put_messages(_turns(2))
+    memory.get()
+    memory.reset()
+    assert memory.get() == []  # an empty session: nothing to fit, nothing to log
+    memory.put_messages(_turns(1))
+    memory.get()
+    assert [(r.from_model, r.to_model) for r in memory.store.migrations("s1")] == [(None, "gpt-4o")]
+
+
+def test_a_call_on_the_configured_model_is_not_a_change(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    llm = make_llm(context_window=4000)
+    memory = make_memory(llm=llm, token_limit=500)
+    memory.put_messages(_turns(10))
+    llm.chat(memory.get())
+    memory.get()
+    assert memory.model_source == "llm"
