@@ -41,14 +41,34 @@ DEFAULT_RESERVE_CAP = 1024
 _NO_CAP = 2**31 - 1
 
 
+_set = object.__setattr__
+
+
+def _shallow(model: Any) -> Any:
+    """``model.model_copy()`` without its per-call overhead (pydantic v2's ``__copy__``: a new
+    instance with copies of ``__dict__``, the fields set, the extra and the private values).
+    A fitted read hands out a copy of every kept message, so this is the read's inner loop.
+    """
+    cls = model.__class__
+    new = cls.__new__(cls)
+    _set(new, "__dict__", model.__dict__.copy())
+    _set(new, "__pydantic_fields_set__", model.__pydantic_fields_set__.copy())
+    extra = model.__pydantic_extra__
+    _set(new, "__pydantic_extra__", None if extra is None else extra.copy())
+    private = model.__pydantic_private__
+    _set(new, "__pydantic_private__", None if private is None else private.copy())
+    return new
+
+
 def _copy(message: ChatMessage) -> ChatMessage:
-    """A copy callers may change (engines edit the last message's text block in place)."""
-    return message.model_copy(
-        update={
-            "blocks": [b.model_copy() for b in message.blocks],
-            "additional_kwargs": dict(message.additional_kwargs),
-        }
-    )
+    """A copy callers may change (engines edit the last message's text block in place): a new
+    message with copies of its blocks and of its ``additional_kwargs``.
+    """
+    new: ChatMessage = _shallow(message)
+    fields = new.__dict__
+    fields["blocks"] = [_shallow(b) for b in message.blocks]
+    fields["additional_kwargs"] = dict(message.additional_kwargs)
+    return new
 
 
 class _PromptTokenizer:

@@ -24,12 +24,11 @@ _AMBIENT = (
 
 
 @pytest.fixture(autouse=True)
-def _hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in _AMBIENT:
         monkeypatch.delenv(name, raising=False)
     home = tmp_path / "sm-home"
     monkeypatch.setenv("SESSION_MIGRATOR_HOME", str(home))
-    yield
 
 
 _real_connect = socket.socket.connect
@@ -38,7 +37,7 @@ _real_connect = socket.socket.connect
 def _loopback_only(self: socket.socket, address: object) -> object:
     host = address[0] if isinstance(address, tuple) else None
     if isinstance(host, str) and not (
-        host in ("localhost", "::1") or host.startswith("127.") or host.startswith("::ffff:127.")
+        host in ("localhost", "::1") or host.startswith(("127.", "::ffff:127."))
     ):
         raise OSError(f"network access outside loopback is blocked in tests: {address!r}")
     return _real_connect(self, address)  # type: ignore[arg-type]

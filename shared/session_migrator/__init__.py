@@ -11,6 +11,7 @@ stays in the session store.
 'fits'
 """
 
+from session_migrator._calibration import recalibrate_from_exact, reset_calibration
 from session_migrator._errors import (
     BudgetError,
     ConflictError,
@@ -24,6 +25,7 @@ from session_migrator._errors import (
     UnknownModelError,
 )
 from session_migrator._fitter import SessionFitter
+from session_migrator._live import refresh as refresh_models
 from session_migrator._messages import (
     ContentPart,
     Message,
@@ -41,6 +43,7 @@ from session_migrator._models import (
     register_model,
     unregister_model,
 )
+from session_migrator._online_counters import AnthropicCounter, GeminiCounter
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import (
     AutoStrategy,
@@ -70,6 +73,7 @@ from session_migrator._windows import Budget, ModelWindow
 from session_migrator.store import open_store
 
 __all__ = [
+    "AnthropicCounter",
     "AutoStrategy",
     "Budget",
     "BudgetError",
@@ -80,6 +84,7 @@ __all__ = [
     "EstimateWarning",
     "EstimatingCounter",
     "ExtractiveSummarizer",
+    "GeminiCounter",
     "ImportFormatError",
     "InvalidMessageError",
     "Message",
@@ -118,6 +123,9 @@ __all__ = [
     "normalize_model_name",
     "open_store",
     "plan",
+    "recalibrate_from_exact",
+    "refresh_models",
     "register_model",
+    "reset_calibration",
     "unregister_model",
 ]

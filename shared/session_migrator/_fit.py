@@ -22,6 +22,8 @@ from session_migrator._tokens import TokenCounter
 __all__ = ["Fitted", "Unit", "build_units", "fit_recent", "truncate_message", "truncate_text"]
 
 MIN_TRUNCATED_TOKENS = 16
+_NEEDS_CONTENT = ("user", "system")
+_ELLIPSIS = "[...]"
 
 
 @dataclass(slots=True)
@@ -138,18 +140,22 @@ def truncate_message(message: Message, target: int, counter: TokenCounter) -> Me
     """``message`` cut inside to at most ``target`` tokens (content first, then call arguments).
 
     The id is kept and ``extra`` is marked ``{"kind": "truncated", "original_tokens": n}``.
-    Raises ``ValueError`` when even an empty message of this shape is larger than ``target``.
+    A user or system message keeps some content (at least ``[...]``): the chat APIs reject empty
+    turns. Raises ``ValueError`` when even the smallest message of this shape is larger than
+    ``target``.
     """
     original = counter.count_message(message)
     if original <= target:
         return message
-    shell = message.replace(content="", tool_calls=tuple(
-        c.__class__(c.id, c.name, "{}") for c in message.tool_calls
-    ))
+    shell = message.replace(
+        content="", tool_calls=tuple(c.__class__(c.id, c.name, "{}") for c in message.tool_calls)
+    )
+    needs_content = message.role in _NEEDS_CONTENT
     fixed = counter.count_message(shell)
-    if fixed > target:
+    smallest = counter.count_message(shell.replace(content=_ELLIPSIS)) if needs_content else fixed
+    if smallest > target:
         raise ValueError(
-            f"message {message.id!r} needs {fixed} tokens even with its content removed, "
+            f"message {message.id!r} needs {smallest} tokens even with its content removed, "
             f"over the target of {target}"
         )
     texts: list[str] = [message.text]
@@ -167,20 +173,23 @@ def truncate_message(message: Message, target: int, counter: TokenCounter) -> Me
             c.__class__(c.id, c.name, a if a == c.arguments else _args_json(a))
             for c, a in zip(message.tool_calls, new_texts[1:], strict=True)
         )
-        images = 0 if isinstance(message.content, str) else sum(
-            1 for p in message.content if p.type != "text"
+        images = (
+            0
+            if isinstance(message.content, str)
+            else sum(1 for p in message.content if p.type != "text")
         )
         content = new_texts[0] + (f"\n[{images} non-text part(s) omitted]" if images else "")
         candidate = _with_marker(message, original, content=content, tool_calls=calls)
         used = counter.count_message(candidate)
-        if used <= target:
+        if used <= target and (content.strip() or not needs_content):
             return candidate
-        room -= used - target + 2
+        room -= max(used - target, 0) + 2
         if room <= 0:
             break
-    bare = _with_marker(message, original, content="[...]", tool_calls=shell.tool_calls)
+    bare = _with_marker(message, original, content=_ELLIPSIS, tool_calls=shell.tool_calls)
     if counter.count_message(bare) <= target:
         return bare
+    # only a tool or assistant message gets here (``smallest`` above): its shell fits
     return _with_marker(message, original, content="", tool_calls=shell.tool_calls)
 
 
@@ -198,6 +207,8 @@ def truncate_unit(
     if total <= target:
         return members
     out = list(members)
+    # a message is cut down to MIN_TRUNCATED_TOKENS at most, unless the target is smaller
+    floor = min(MIN_TRUNCATED_TOKENS, max(target // len(out), 1))
     for _ in range(4):
         total = sum(counter.count_message(m) for m in out)
         if total <= target:
@@ -209,7 +220,7 @@ def truncate_unit(
             if excess <= 0:
                 break
             cost = counter.count_message(out[k])
-            cut = min(excess, cost - MIN_TRUNCATED_TOKENS)
+            cut = min(excess, cost - floor)
             if cut <= 0:
                 continue
             try:
@@ -243,6 +254,7 @@ def fit_recent(
 
     When not even the newest turn fits, its user message is kept (cut inside if it takes more
     than half) with the newest units after it that fit, the newest cut inside if need be.
+    Raises ``ValueError`` when not even that user message, cut down, fits in ``available``.
     """
     units = layout.units
     if not units or available <= 0:
@@ -274,7 +286,9 @@ def _fit_oversized_turn(
     head_unit = units[start]
     head_msgs: list[Message] = [messages[i] for i in head_unit.indices]
     tail = units[start + 1 :]
-    head_cap = available if not tail else max(available // 2, MIN_TRUNCATED_TOKENS * 2)
+    head_cap = (
+        available if not tail else min(available, max(available // 2, MIN_TRUNCATED_TOKENS * 2))
+    )
     if head_unit.cost > head_cap:
         head_msgs = truncate_unit(messages, head_unit, head_cap, counter)
         truncated.extend(m.id for m in head_msgs if m.marker)

@@ -43,6 +43,7 @@ class _Key:
     reserve_output: int | None
     extra_reserved: int
     query: str | None
+    counter: str
 
 
 class SessionFitter:
@@ -161,6 +162,7 @@ class SessionFitter:
         with self._lock:
             messages = self.refresh()
             strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
+            counter = counter or default_counter(window)
             key = _Key(
                 len(messages),
                 messages[-1].id if messages else None,
@@ -169,10 +171,10 @@ class SessionFitter:
                 self.reserve_output,
                 extra_reserved,
                 query,
+                counter.name,
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
-            counter = counter or default_counter(window)
             self._prime_counts(messages, counter)
             previous = self._stored_summary()
             result = migrate(

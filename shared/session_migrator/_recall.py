@@ -18,7 +18,7 @@ _STOP = frozenset(
     is it its me my no not of on or our please so than that the their them then there these
     they this to us was we were what when where which who why will with would you your yes ok
     okay about again also any just like more most some such tell know want need give get let
-    """.split()  # noqa: SIM905
+    """.split()
 )
 
 

@@ -40,8 +40,10 @@ def chat_rule_violations(messages: Sequence[Message]) -> list[str]:
             problems.append(f"message {i}: system message has no content")
         i += 1
     if i < len(messages) and messages[i].role != "user":
-        problems.append(f"message {i}: the first message after the system prompt is "
-                        f"{messages[i].role!r}, not 'user'")
+        problems.append(
+            f"message {i}: the first message after the system prompt is "
+            f"{messages[i].role!r}, not 'user'"
+        )
     pending: dict[str, int] = {}
     answered: set[str] = set()
     for j in range(i, len(messages)):

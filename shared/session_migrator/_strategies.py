@@ -47,6 +47,7 @@ __all__ = [
 
 #: The smallest room the conversation needs after the system prompt.
 MIN_CONVERSATION_TOKENS = 24
+_ELLIPSIS = "[...]"
 _PREVIEW_CHARS = 120
 
 
@@ -121,28 +122,53 @@ class _Engine:
         units_total = sum(u.cost for u in layout.units)
         if units_total <= available:
             kept = [messages[i] for u in layout.units for i in u.indices]
-            return self._result(messages, system, None, [], kept, None, [], system_truncated,
-                                fallbacks, notes)
+            return self._result(
+                messages, system, None, [], kept, None, [], system_truncated, fallbacks, notes
+            )
 
         extra_room = self._extras_reserve(available)
-        recent = fit_recent(messages, layout, available - extra_room, counter)
+        try:
+            recent = fit_recent(messages, layout, available - extra_room, counter)
+        except ValueError as exc:  # not even the newest user message, cut down, fits
+            newest = max(k for k, u in enumerate(layout.units) if u.starts_turn)
+            smallest = counter.count_message(
+                messages[layout.units[newest].indices[0]].replace(content=_ELLIPSIS)
+            )
+            raise BudgetError(
+                f"a budget of {budget} tokens cannot hold the newest user message even cut "
+                "down; choose a larger model or reserve fewer output tokens",
+                budget=budget,
+                needed=max(budget + 1, budget - (available - extra_room) + smallest),
+            ) from exc
         kept_ids = {m.id for m in recent.messages}
-        cut_units = [u for u in layout.units if messages[u.indices[0]].id not in kept_ids]
+        cut_positions = [
+            k for k, u in enumerate(layout.units) if messages[u.indices[0]].id not in kept_ids
+        ]
+        cut_units = [layout.units[k] for k in cut_positions]
         room = available - recent.cost
 
         recalled: list[Message] = []
         if self.recall and cut_units:
             note_room = self._note_reserve(messages, layout, counter)
-            recall_room = room - max(note_room, int(available * self.summary_share)
-                                     if self.summarizer else note_room)
-            recalled = self._recall(messages, cut_units, recall_room, counter,
-                                    query if query is not None else latest_user_text(messages))
+            recall_room = room - max(
+                note_room, int(available * self.summary_share) if self.summarizer else note_room
+            )
+            recalled = self._recall(
+                messages,
+                layout,
+                cut_positions,
+                recall_room,
+                counter,
+                query if query is not None else latest_user_text(messages),
+            )
             room -= sum(counter.count_message(m) for m in recalled)
 
         recalled_ids = {m.id for m in recalled}
         # the summary covers the whole cut stretch (recalled turns too), so that its range is
         # contiguous and the next call can extend it with only the newly cut messages
-        cut = [messages[i] for i in sorted([i for u in cut_units for i in u.indices] + layout.broken)]
+        cut = [
+            messages[i] for i in sorted([i for u in cut_units for i in u.indices] + layout.broken)
+        ]
         left_out = [m for m in cut if m.id not in recalled_ids]
         lead: Message | None = None
         summary: Summary | None = None
@@ -155,8 +181,18 @@ class _Engine:
                 covered = left_out if summary is not None else []
             if lead is None:
                 lead = self._note(left_out, room, counter)
-        result = self._result(messages, system, lead, recalled, recent.messages, summary, covered,
-                              system_truncated + recent.truncated_ids, fallbacks, notes)
+        result = self._result(
+            messages,
+            system,
+            lead,
+            recalled,
+            recent.messages,
+            summary,
+            covered,
+            system_truncated + recent.truncated_ids,
+            fallbacks,
+            notes,
+        )
         total = counter.count_messages(result.messages)
         if total > budget:  # pragma: no cover - guarded by construction; a bug if reached
             raise AssertionError(f"{self.name} produced {total} tokens for a budget of {budget}")
@@ -179,21 +215,33 @@ class _Engine:
         system = [messages[i] for i in layout.system]
         cost = sum(counter.count_message(m) for m in system)
         limit = budget - REPLY_PRIMING - MIN_CONVERSATION_TOKENS
+        # what the system prompt takes at the least: each message cut down to "[...]"
+        smallest = sum(
+            min(counter.count_message(m), counter.count_message(m.replace(content=_ELLIPSIS)))
+            for m in system
+        )
+        if limit < 0:
+            raise BudgetError(
+                f"a budget of {budget} tokens cannot hold any conversation; choose a larger "
+                "model or reserve fewer output tokens",
+                budget=budget,
+                needed=REPLY_PRIMING + MIN_CONVERSATION_TOKENS + smallest,
+            )
         if cost <= limit or not system:
-            if limit < 0:
-                raise BudgetError(
-                    f"a budget of {budget} tokens cannot hold any conversation; choose a larger "
-                    "model or reserve fewer output tokens",
-                    budget=budget,
-                    needed=REPLY_PRIMING + MIN_CONVERSATION_TOKENS,
-                )
             return system, []
-        # the system prompt alone is over the budget: cut each inside, in proportion, to half
+        # the system prompt alone is over the budget: cut it to half the room, the small
+        # messages kept whole and the large ones sharing the rest (max-min fair)
         target_total = max(limit // 2, 0)
+        costs = [counter.count_message(m) for m in system]
+        shares = [0] * len(system)
+        remaining = target_total
+        by_size = sorted(range(len(system)), key=lambda k: costs[k])
+        for position, k in enumerate(by_size):
+            shares[k] = min(costs[k], remaining // (len(system) - position))
+            remaining -= shares[k]
         truncated: list[str] = []
         out: list[Message] = []
-        for m in system:
-            share = int(target_total * counter.count_message(m) / cost)
+        for m, share in zip(system, shares, strict=True):
             try:
                 new = truncate_message(m, share, counter)
             except ValueError as exc:
@@ -201,7 +249,7 @@ class _Engine:
                     f"a budget of {budget} tokens cannot hold the system prompt even cut down; "
                     "choose a larger model",
                     budget=budget,
-                    needed=cost,
+                    needed=max(budget + 1, REPLY_PRIMING + MIN_CONVERSATION_TOKENS + 2 * smallest),
                 ) from exc
             if new is not m:
                 truncated.append(m.id)
@@ -211,24 +259,33 @@ class _Engine:
     def _recall(
         self,
         messages: Sequence[Message],
-        cut_units: list[Unit],
+        layout: Layout,
+        cut_positions: list[int],
         room: int,
         counter: TokenCounter,
         query: str,
     ) -> list[Message]:
         if room <= 0 or not query.strip():
             return []
+        # whole cut turns only: a cut unit continues the turn of the cut unit right before it;
+        # units whose turn start is kept (or that follow a kept unit) cannot be recalled, since
+        # recalled turns go before the newest ones
         turns: list[list[Unit]] = []
-        for u in cut_units:
-            if u.starts_turn or not turns:
-                turns.append([u])
+        previous = -2
+        for k in cut_positions:
+            unit = layout.units[k]
+            if unit.starts_turn or k != previous + 1 or not turns:
+                turns.append([unit])
             else:
-                turns[-1].append(u)
+                turns[-1].append(unit)
+            previous = k
         turns = [t for t in turns if t[0].starts_turn]
         documents = [
             "\n".join(
-                " ".join([messages[i].text] + [c.name + " " + c.arguments
-                                                for c in messages[i].tool_calls])
+                " ".join(
+                    [messages[i].text]
+                    + [c.name + " " + c.arguments for c in messages[i].tool_calls]
+                )
                 for u in t
                 for i in u.indices
             )
@@ -264,7 +321,7 @@ class _Engine:
         texts = [
             f"[session-migrator: {n} earlier message{'s' if n != 1 else ''} of this conversation "
             f"{'were' if n != 1 else 'was'} left out to fit the context window. The oldest "
-            f"began: \"{preview}\"]",
+            f'began: "{preview}"]',
             f"[session-migrator: {n} earlier message{'s' if n != 1 else ''} left out.]",
         ]
         for text in texts:
@@ -272,15 +329,22 @@ class _Engine:
                 "system",
                 text,
                 id=stable_id("sm-note", [covered[0].id, covered[-1].id, str(n)]),
-                extra={MARKER_KEY: {"kind": "trim_note", "dropped": n,
-                                    "first_id": covered[0].id, "last_id": covered[-1].id}},
+                extra={
+                    MARKER_KEY: {
+                        "kind": "trim_note",
+                        "dropped": n,
+                        "first_id": covered[0].id,
+                        "last_id": covered[-1].id,
+                    }
+                },
             )
             if counter.count_message(note) <= room:
                 return note
         return None
 
-    def _note_reserve(self, messages: Sequence[Message], layout: Layout,
-                      counter: TokenCounter) -> int:
+    def _note_reserve(
+        self, messages: Sequence[Message], layout: Layout, counter: TokenCounter
+    ) -> int:
         first = [messages[i] for u in layout.units[:1] for i in u.indices] or list(messages[:1])
         probe = self._note(first, 10**9, counter)
         return (counter.count_message(probe) + 8) if probe else 0
@@ -316,19 +380,26 @@ class _Engine:
                 text = self.summarizer.summarize(
                     fresh, max_tokens=limit, counter=counter, previous=previous_text
                 )
-                if counter.count_text(text) > limit:
+                if not text.strip() and not isinstance(self.summarizer, ExtractiveSummarizer):
+                    # the extractive summarizer may find nothing worth keeping; a model may not
+                    raise SummarizerError(f"{used_name} returned no summary text")
+                written = counter.count_text(text)
+                if written > limit:
                     raise SummarizerError(
-                        f"{used_name} wrote {counter.count_text(text)} tokens, over its "
-                        f"limit of {limit}"
+                        f"{used_name} wrote {written} tokens, over its limit of {limit}"
                     )
             except SummarizerError as exc:
-                fallbacks.append(f"summarizer {used_name} failed ({exc}); used the offline "
-                                 "extractive summarizer instead")
+                fallbacks.append(
+                    f"summarizer {used_name} failed ({exc}); used the offline "
+                    "extractive summarizer instead"
+                )
                 used_name = ExtractiveSummarizer.name
                 text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)
             except Exception as exc:  # a user-supplied summarizer may raise anything
-                fallbacks.append(f"summarizer {used_name} raised {type(exc).__name__}: {exc}; "
-                                 "used the offline extractive summarizer instead")
+                fallbacks.append(
+                    f"summarizer {used_name} raised {type(exc).__name__}: {exc}; "
+                    "used the offline extractive summarizer instead"
+                )
                 used_name = ExtractiveSummarizer.name
                 text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)
         text = truncate_text(text, limit, counter)
@@ -339,9 +410,15 @@ class _Engine:
             "system",
             header + text,
             id=stable_id("sm-summary", [covered[0].id, covered[-1].id, text]),
-            extra={MARKER_KEY: {"kind": "summary", "first_id": covered[0].id,
-                                "last_id": covered[-1].id, "covered": len(covered),
-                                "summarizer": used_name}},
+            extra={
+                MARKER_KEY: {
+                    "kind": "summary",
+                    "first_id": covered[0].id,
+                    "last_id": covered[-1].id,
+                    "covered": len(covered),
+                    "summarizer": used_name,
+                }
+            },
         )
         if counter.count_message(message) > room:
             return None, None
@@ -405,7 +482,7 @@ class TrimStrategy(_Strategy):
 
     >>> from session_migrator import Message, TiktokenCounter
     >>> msgs = [Message("user", f"question {i}") for i in range(50)]
-    >>> out = TrimStrategy().compress(msgs, 60, TiktokenCounter())
+    >>> out = TrimStrategy().compress(msgs, 100, TiktokenCounter())
     >>> out.messages[0].role, len(out.dropped_ids) > 0
     ('system', True)
     """
@@ -475,4 +552,3 @@ def get_strategy(strategy: str | Compressor, *, summarizer: Summarizer | None = 
     if strategy == "auto":
         return AutoStrategy(summarizer)
     raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-

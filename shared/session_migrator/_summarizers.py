@@ -70,7 +70,9 @@ def _describe(message: Message, limit: int = 400) -> str:
     parts: list[str] = []
     text = message.text.strip()
     if text:
-        parts.append(text if len(text) <= limit else text[: limit // 2] + " ... " + text[-limit // 2 :])
+        parts.append(
+            text if len(text) <= limit else text[: limit // 2] + " ... " + text[-limit // 2 :]
+        )
     for call in message.tool_calls:
         args = call.arguments if len(call.arguments) <= 200 else call.arguments[:200] + "..."
         parts.append(f"called {call.name}({args})")
@@ -97,7 +99,10 @@ _SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
         ),
         2.0,
     ),
-    (re.compile(r"\b(prefer|favou?rite|like|dislike|hate|always|never|don'?t want|want)", re.I), 2.0),
+    (
+        re.compile(r"\b(prefer|favou?rite|like|dislike|hate|always|never|don'?t want|want)", re.I),
+        2.0,
+    ),
     (
         re.compile(
             r"\b(todo|to-do|need to|must|should|remember|deadline|due|next step|follow.?up|"
@@ -106,7 +111,12 @@ _SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
         ),
         2.0,
     ),
-    (re.compile(r"[\w.-]+/[\w./-]+|\b\w+\.(?:py|js|ts|tsx|json|md|ya?ml|toml|sql|csv|txt|rs|go)\b"), 2.0),
+    (
+        re.compile(
+            r"[\w.-]+/[\w./-]+|\b\w+\.(?:py|js|ts|tsx|json|md|ya?ml|toml|sql|csv|txt|rs|go)\b"
+        ),
+        2.0,
+    ),
     (re.compile(r"`[^`]+`|\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b"), 1.5),
     (re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+|https?://\S+"), 1.5),
     (re.compile(r"\b(my name|i am|i'm|call me|our|my)\b", re.I), 1.0),
@@ -170,7 +180,9 @@ class ExtractiveSummarizer:
             weight = _ROLE_WEIGHT.get(message.role, 1.0)
             label = message.role if not message.name else f"{message.role}:{message.name}"
             for call in message.tool_calls:
-                args = call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
+                args = (
+                    call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
+                )
                 candidates.append((2.5, order, f"- [{label}] called {call.name}({args})"))
                 order += 1
             for raw in _sentences(message):
@@ -279,7 +291,11 @@ class OpenAISummarizer:
         return f"openai:{self.model}"
 
     def _request(
-        self, messages: Sequence[Message], max_tokens: int, counter: TokenCounter, previous: str | None
+        self,
+        messages: Sequence[Message],
+        max_tokens: int,
+        counter: TokenCounter,
+        previous: str | None,
     ) -> list[dict[str, str]]:
         text = transcript(messages)
         if counter.count_text(text) > self.max_input_tokens:

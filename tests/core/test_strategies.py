@@ -1,0 +1,629 @@
+"""The strategies' behaviour: trim, summarize (rolling), recall, auto; summarizer failures;
+budgets too small; cutting inside a message; fitting on cached counts."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+
+import pytest
+
+from session_migrator import (
+    BudgetError,
+    ContentPart,
+    Message,
+    ModelWindow,
+    SummarizerError,
+    TiktokenCounter,
+    ToolCall,
+)
+from session_migrator._fit import truncate_message
+from session_migrator._migrate import migrate
+from session_migrator._rules import chat_rule_violations
+from session_migrator._strategies import (
+    AutoStrategy,
+    CompressionResult,
+    Compressor,
+    RecallStrategy,
+    SummarizeStrategy,
+    TrimStrategy,
+    get_strategy,
+)
+from session_migrator._summarizers import ExtractiveSummarizer, Summary
+from session_migrator._tokens import BaseCounter, TokenCounter, counter_for
+
+O200K = counter_for("o200k_base")
+
+
+def window(tokens: int, tokenizer: str = "o200k_base") -> ModelWindow:
+    """A target whose input budget is exactly ``tokens`` with exact counting."""
+    return ModelWindow("target", "test", tokens, tokens, 0, tokenizer, "explicit")
+
+
+def chat(turns: int, *, system: bool = True, words: int = 30) -> list[Message]:
+    messages = [Message("system", "You are a careful assistant.", id="sys")] if system else []
+    for i in range(turns):
+        messages.append(
+            Message(
+                "user", f"Question {i}: " + f"tell me about item {i}. " * (words // 5), id=f"u{i}"
+            )
+        )
+        messages.append(
+            Message("assistant", f"Answer {i}: " + f"item {i} is fine. " * (words // 4), id=f"a{i}")
+        )
+    return messages
+
+
+class RecordingSummarizer:
+    """Records what it is asked to summarize; answers with a short, predictable text."""
+
+    name = "recording"
+
+    def __init__(self, reply: str | None = None) -> None:
+        self.calls: list[tuple[list[Message], str | None, int]] = []
+        self.reply = reply
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        counter: TokenCounter,
+        previous: str | None = None,
+    ) -> str:
+        self.calls.append((list(messages), previous, max_tokens))
+        if self.reply is not None:
+            return self.reply
+        ids = ",".join(m.id for m in messages)
+        return f"{previous} + [{ids}]" if previous else f"[{ids}]"
+
+
+def in_budget_and_valid(result_messages: list[Message], budget: int, counter: TokenCounter) -> None:
+    assert counter.count_messages(result_messages) <= budget
+    assert chat_rule_violations(result_messages) == []
+
+
+# -- trim --------------------------------------------------------------------------------------
+
+
+def test_trim_keeps_system_the_newest_whole_turns_and_one_note() -> None:
+    messages = chat(40)
+    result = migrate(messages, window(1_000), strategy="trim")
+    report = result.report
+    assert report.decision == "compressed"
+    assert report.strategy == "trim"
+    out = result.messages
+    assert out[0] is messages[0]
+    note = out[1]
+    assert note.role == "system"
+    assert note.marker is not None
+    assert note.marker["kind"] == "trim_note"
+    kept = out[2:]
+    assert kept == messages[-len(kept) :], "the newest messages, unchanged, in order"
+    assert all(a is b for a, b in zip(kept, messages[-len(kept) :], strict=True))
+    assert kept[0].role == "user"
+    dropped = messages[1 : len(messages) - len(kept)]
+    assert report.dropped_ids == [m.id for m in dropped]
+    assert f"{len(dropped)} earlier messages" in note.text
+    assert note.marker["dropped"] == len(dropped)
+    assert "Question 0: tell me about item 0." in note.text, "a preview of the oldest"
+    assert report.summarized_ids == report.recalled_ids == report.truncated_ids == []
+    in_budget_and_valid(out, report.budget, O200K)
+    # the room is used: one more turn would not have fitted with the note
+    earlier = messages[len(messages) - len(kept) - 2 : len(messages) - len(kept)]
+    assert O200K.count_messages([*out, *earlier]) > report.budget - 64
+
+
+def test_trim_note_preview_is_short() -> None:
+    messages = [Message("user", "word " * 500, id="long"), *chat(30, system=False)]
+    result = migrate(messages, window(800), strategy="trim")
+    note = result.messages[0]
+    assert note.marker is not None
+    assert note.marker["kind"] == "trim_note"
+    assert '"word word' in note.text
+    assert '..."' in note.text
+    assert len(note.text) < 400
+
+
+def test_trim_keeps_tool_groups_whole() -> None:
+    messages: list[Message] = [Message("system", "Use tools.", id="sys")]
+    for i in range(30):
+        calls = tuple(
+            ToolCall(f"c{i}_{j}", "search", json.dumps({"q": f"item {i}"})) for j in range(3)
+        )
+        messages += [
+            Message("user", f"Find item {i} " * 5, id=f"u{i}"),
+            Message("assistant", "", tool_calls=calls, id=f"a{i}"),
+            *(
+                Message("tool", f"result {j} " * 20, tool_call_id=c.id, id=f"t{i}_{j}")
+                for j, c in reversed(list(enumerate(calls)))
+            ),
+            Message("assistant", f"Item {i} found.", id=f"b{i}"),
+        ]
+    for budget in range(300, 1_500, 37):
+        result = migrate(messages, window(budget), strategy="trim")
+        in_budget_and_valid(result.messages, budget, O200K)
+        ids = {m.id for m in result.messages}
+        for i in range(30):
+            group = {f"a{i}", f"t{i}_0", f"t{i}_1", f"t{i}_2"}
+            assert group <= ids or not group & ids, f"group {i} split at budget {budget}"
+
+
+def test_orphan_and_unanswered_tool_messages_are_left_out_and_reported() -> None:
+    messages = [
+        Message("user", "hi", id="u0"),
+        Message("tool", "stray result", tool_call_id="nobody", id="orphan"),
+        Message("assistant", "", tool_calls=(ToolCall("c1", "f"),), id="unanswered"),
+        Message("user", "still there?", id="u1"),
+        Message("assistant", "yes", id="a1"),
+    ]
+    assert chat_rule_violations(messages) != []
+    result = TrimStrategy().compress(messages, 10_000, O200K)
+    assert [m.id for m in result.messages] == ["u0", "u1", "a1"]
+    assert set(result.dropped_ids) == {"orphan", "unanswered"}
+    assert result.notes
+    assert "broken tool pairing" in result.notes[0]
+    assert chat_rule_violations(result.messages) == []
+
+
+# -- summarize ---------------------------------------------------------------------------------
+
+
+def test_summarize_keeps_the_newest_verbatim_and_summarizes_exactly_the_cut_part() -> None:
+    messages = chat(40)
+    recorder = RecordingSummarizer()
+    result = migrate(messages, window(1_000), strategy="summarize", summarizer=recorder)
+    report = result.report
+    [(given, previous, max_tokens)] = recorder.calls
+    assert previous is None
+    lead = result.messages[1]
+    assert lead.marker is not None
+    assert lead.marker["kind"] == "summary"
+    kept = result.messages[2:]
+    assert kept == messages[-len(kept) :]
+    assert kept[0].role == "user"
+    cut = messages[1 : len(messages) - len(kept)]
+    assert given == cut
+    assert report.summarized_ids == [m.id for m in cut]
+    assert report.dropped_ids == []
+    assert report.summary == {
+        "text": f"[{','.join(m.id for m in cut)}]",
+        "first_id": cut[0].id,
+        "last_id": cut[-1].id,
+        "covered_count": len(cut),
+        "summarizer": "recording",
+    }
+    assert report.summary["text"] in lead.text
+    assert max_tokens < report.budget
+    in_budget_and_valid(result.messages, report.budget, O200K)
+
+
+def test_the_summary_rolls_forward_with_only_the_newly_cut_messages() -> None:
+    first_messages = chat(40)
+    target = window(1_000)
+    first = migrate(first_messages, target, strategy="summarize", summarizer=RecordingSummarizer())
+    assert first.summary is not None
+    covered_before = first.report.summarized_ids
+
+    later_messages = first_messages + chat(50, system=False)[80:]  # turns 40-49: new ids
+    assert len(later_messages) == len(first_messages) + 20
+    recorder = RecordingSummarizer()
+    second = migrate(
+        later_messages,
+        target,
+        strategy="summarize",
+        summarizer=recorder,
+        previous_summary=first.summary,
+    )
+    [(given, previous, _)] = recorder.calls
+    assert previous == first.summary.text
+    cut_ids = second.report.summarized_ids
+    assert cut_ids[: len(covered_before)] == covered_before
+    newly_cut = cut_ids[len(covered_before) :]
+    assert newly_cut, "more was cut the second time"
+    assert [m.id for m in given] == newly_cut, "only the newly cut messages are summarized"
+    assert second.summary is not None
+    assert second.summary.first_id == first.summary.first_id
+    assert second.summary.last_id == newly_cut[-1]
+    assert second.summary.covered_count == len(cut_ids)
+    assert second.summary.text == f"{first.summary.text} + [{','.join(newly_cut)}]"
+    in_budget_and_valid(second.messages, second.report.budget, O200K)
+
+
+def test_an_up_to_date_summary_is_reused_without_calling_the_summarizer() -> None:
+    messages = chat(40)
+    first = migrate(messages, window(1_000), strategy="summarize", summarizer=RecordingSummarizer())
+    recorder = RecordingSummarizer()
+    again = migrate(
+        messages,
+        window(1_000),
+        strategy="summarize",
+        summarizer=recorder,
+        previous_summary=first.summary,
+    )
+    assert recorder.calls == []
+    assert again.summary == first.summary
+    assert again.messages == first.messages
+
+
+def test_a_summary_of_another_stretch_is_not_folded_in() -> None:
+    messages = chat(40)
+    stale = Summary("about something else", "u7", "a9", 6, "recording")
+    recorder = RecordingSummarizer()
+    result = migrate(
+        messages,
+        window(1_000),
+        strategy="summarize",
+        summarizer=recorder,
+        previous_summary=stale,
+    )
+    [(given, previous, _)] = recorder.calls
+    assert previous is None
+    assert [m.id for m in given] == result.report.summarized_ids
+
+
+class Failing:
+    name = "failing"
+
+    def __init__(self, error: BaseException | None = None, reply: str = "") -> None:
+        self.error = error
+        self.reply = reply
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        counter: TokenCounter,
+        previous: str | None = None,
+    ) -> str:
+        if self.error is not None:
+            raise self.error
+        return self.reply
+
+
+@pytest.mark.parametrize(
+    ("summarizer", "reason"),
+    [
+        (Failing(SummarizerError("HTTP 503")), "HTTP 503"),
+        (Failing(TimeoutError("read timed out")), "TimeoutError"),
+        (Failing(KeyError("choices")), "KeyError"),
+        (Failing(reply="far too long " * 2_000), "over its limit"),
+        (Failing(reply="   "), "no summary text"),
+    ],
+    ids=["summarizer error", "timeout", "malformed", "over-long", "empty"],
+)
+@pytest.mark.parametrize("strategy", ["summarize", "auto", "recall"])
+def test_a_failing_summarizer_falls_back_offline(
+    summarizer: Failing, reason: str, strategy: str
+) -> None:
+    messages = chat(40)
+    result = migrate(messages, window(1_000), strategy=strategy, summarizer=summarizer)
+    report = result.report
+    assert len(report.fallbacks) == 1
+    assert "failing" in report.fallbacks[0]
+    assert reason in report.fallbacks[0]
+    assert "extractive" in report.fallbacks[0]
+    assert report.summary is not None
+    assert report.summary["summarizer"] == "extractive"
+    in_budget_and_valid(result.messages, report.budget, O200K)
+
+
+# -- recall ------------------------------------------------------------------------------------
+
+
+def topical_chat() -> list[Message]:
+    topics = [
+        "the quarterly invoice for the Lisbon office",
+        "penguin colonies on the Antarctic peninsula and krill",
+        "migrating the database from MySQL to Postgres",
+        "the volcano hike near Catania in October",
+    ] + [f"routine status update number {i}" for i in range(30)]
+    messages = [Message("system", "Be helpful.", id="sys")]
+    for i, topic in enumerate(topics):
+        messages.append(Message("user", f"Let us talk about {topic}. " * 3, id=f"u{i}"))
+        messages.append(Message("assistant", f"Noted everything about {topic}. " * 3, id=f"a{i}"))
+    messages.append(
+        Message("user", "Remind me: what did we say about the penguin colonies?", id="q")
+    )
+    return messages
+
+
+def test_recall_brings_back_the_relevant_cut_turn_in_its_place() -> None:
+    messages = topical_chat()
+    result = migrate(messages, window(900), strategy="recall")
+    report = result.report
+    ids = [m.id for m in result.messages]
+    assert {"u1", "a1"} <= set(ids), "the penguin turn is recalled"
+    assert report.recalled_ids[:2] == ["u1", "a1"]
+    assert ids.index("u1") < ids.index("a1") < ids.index("q")
+    lead = result.messages[1]
+    assert lead.marker is not None
+    assert lead.marker["kind"] == "trim_note"
+    assert ids.index("u1") > 1, "recalled turns come after the note, before the newest turns"
+    assert "u1" not in report.dropped_ids
+    in_budget_and_valid(result.messages, report.budget, O200K)
+    trimmed = migrate(messages, window(900), strategy="trim")
+    assert "u1" not in {m.id for m in trimmed.messages}
+
+
+def test_recall_follows_an_explicit_query() -> None:
+    messages = topical_chat()
+    result = migrate(messages, window(900), strategy="recall", query="volcano hike Catania")
+    assert result.report.recalled_ids[:2] == ["u3", "a3"]
+
+
+def test_recall_keeps_original_order_among_recalled_turns() -> None:
+    messages = topical_chat()
+    result = migrate(messages, window(1_200), strategy="recall", query="penguin volcano invoice")
+    recalled = result.report.recalled_ids
+    positions = [next(i for i, m in enumerate(messages) if m.id == r) for r in recalled]
+    assert len(recalled) >= 4
+    assert positions == sorted(positions)
+
+
+# -- auto and the registry ---------------------------------------------------------------------
+
+
+def test_auto_offline_is_extractive_summary_with_recall() -> None:
+    messages = topical_chat()
+    result = migrate(messages, window(900), strategy="auto")
+    report = result.report
+    assert report.strategy == "auto"
+    assert report.summary is not None
+    assert report.summary["summarizer"] == "extractive"
+    assert "u1" in report.recalled_ids
+    in_budget_and_valid(result.messages, report.budget, O200K)
+
+
+def test_auto_uses_a_configured_summarizer() -> None:
+    recorder = RecordingSummarizer()
+    result = migrate(topical_chat(), window(900), strategy="auto", summarizer=recorder)
+    assert recorder.calls
+    assert result.report.summary is not None
+    assert result.report.summary["summarizer"] == "recording"
+
+
+def test_get_strategy() -> None:
+    assert isinstance(get_strategy("trim"), TrimStrategy)
+    assert isinstance(get_strategy("summarize"), SummarizeStrategy)
+    assert isinstance(get_strategy("recall"), RecallStrategy)
+    assert isinstance(get_strategy("auto"), AutoStrategy)
+    summarizer = RecordingSummarizer()
+    summarize = get_strategy("summarize", summarizer=summarizer)
+    assert isinstance(summarize, SummarizeStrategy)
+    assert summarize.summarizer is summarizer
+    assert isinstance(SummarizeStrategy().summarizer, ExtractiveSummarizer)
+    custom = TrimStrategy()
+    assert get_strategy(custom) is custom
+    with pytest.raises(ValueError, match="unknown strategy 'shrink'; choose one of auto, trim"):
+        get_strategy("shrink")
+    for name in ("trim", "summarize", "recall", "auto"):
+        assert isinstance(get_strategy(name), Compressor)
+        assert get_strategy(name).name == name
+
+
+def test_a_custom_compressor_gets_the_budget_the_counter_and_the_query() -> None:
+    seen: dict[str, object] = {}
+
+    class KeepLast:
+        name = "keep-last"
+
+        def compress(
+            self,
+            messages: Sequence[Message],
+            budget: int,
+            counter: TokenCounter,
+            query: str | None = None,
+            *,
+            previous_summary: Summary | None = None,
+        ) -> CompressionResult:
+            seen.update(budget=budget, counter=counter, query=query)
+            return CompressionResult([messages[-1]], dropped_ids=[m.id for m in messages[:-1]])
+
+    messages = chat(40, system=False)
+    messages.append(Message("user", "the last question", id="last"))
+    result = migrate(messages, window(500), strategy=KeepLast())
+    assert [m.id for m in result.messages] == ["last"]
+    assert result.report.strategy == "keep-last"
+    assert seen == {"budget": 500, "counter": O200K, "query": "the last question"}
+
+
+# -- budgets too small, and cutting inside -------------------------------------------------------
+
+
+def test_a_budget_too_small_for_anything_is_a_clear_error() -> None:
+    with pytest.raises(BudgetError) as caught:
+        migrate(chat(5), window(20), strategy="trim")
+    error = caught.value
+    assert error.budget == 20
+    assert error.needed > error.budget
+    assert "cannot hold any conversation" in str(error)
+    assert "larger model" in str(error)
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [TrimStrategy(), SummarizeStrategy(), RecallStrategy(), AutoStrategy()],
+    ids=lambda s: s.name,
+)
+def test_every_small_budget_gives_a_valid_result_or_budget_error(strategy: Compressor) -> None:
+    messages = [
+        Message("system", "You are terse. " * 40, id="sys1"),
+        Message("system", "Use metric.", id="sys2", name="policy"),
+        *chat(6, system=False),
+        Message(
+            "user",
+            (
+                ContentPart("text", "And this? " * 300),
+                ContentPart("image", None, {"type": "image_url", "image_url": {"url": "x"}}),
+            ),
+            id="big",
+        ),
+        Message(
+            "assistant",
+            "",
+            tool_calls=(ToolCall("c", "f", json.dumps({"q": "x " * 500})),),
+            id="call",
+        ),
+        Message("tool", "output " * 2_000, tool_call_id="c", id="out"),
+    ]
+    ok = 0
+    errors: list[tuple[int, BudgetError]] = []
+    for budget in range(0, 400, 3):
+        try:
+            result = strategy.compress(messages, budget, O200K)
+        except BudgetError as exc:
+            errors.append((budget, exc))
+            continue
+        ok += 1
+        in_budget_and_valid(result.messages, budget, O200K)
+        ids = [m.id for m in result.messages]
+        assert ids[:2] == ["sys1", "sys2"]
+        assert "big" in ids, "the newest user message is kept, cut inside"
+    assert ok > 80
+    for budget, error in errors:
+        assert error.budget == budget < 120
+        assert error.needed > budget
+
+
+def test_a_single_message_larger_than_the_budget_is_cut_inside() -> None:
+    head = "The beginning of a very long report. "
+    tail = " The final conclusion of the report."
+    huge = head + "filler sentence number something. " * 3_000 + tail
+    messages = [Message("system", "Be brief.", id="sys"), Message("user", huge, id="big")]
+    result = migrate(messages, window(1_000), strategy="trim")
+    report = result.report
+    assert [m.id for m in result.messages] == ["sys", "big"]
+    cut = result.messages[1]
+    assert cut.text.startswith(head)
+    assert cut.text.endswith(tail)
+    assert "tokens cut by session-migrator" in cut.text
+    assert cut.marker is not None
+    assert cut.marker["kind"] == "truncated"
+    assert cut.marker["original_tokens"] == O200K.count_message(messages[1])
+    assert report.truncated_ids == ["big"]
+    assert report.dropped_ids == []
+    in_budget_and_valid(result.messages, report.budget, O200K)
+    assert O200K.count_messages(result.messages) > report.budget * 0.5, "the room is used"
+    assert messages[1].text == huge
+
+
+def test_a_huge_tool_output_in_the_newest_turn_is_cut_not_orphaned() -> None:
+    messages = [
+        Message("user", "Read the log.", id="u"),
+        Message(
+            "assistant", "", tool_calls=(ToolCall("c1", "read_file", '{"p": "a.log"}'),), id="a"
+        ),
+        Message("tool", "START " + "log line\n" * 20_000 + " END", tool_call_id="c1", id="t"),
+    ]
+    result = migrate(messages, window(2_000), strategy="auto")
+    assert [m.id for m in result.messages] == ["u", "a", "t"]
+    assert result.report.truncated_ids == ["t"]
+    out = result.messages[2].text
+    assert out.startswith("START ")
+    assert out.endswith(" END")
+    in_budget_and_valid(result.messages, result.report.budget, O200K)
+
+
+def test_a_huge_system_prompt_is_cut_inside_and_kept() -> None:
+    messages = [
+        Message("system", "Rule: " + "always be precise. " * 5_000, id="sys"),
+        Message("system", "Short rule.", id="sys2"),
+        *chat(3, system=False),
+    ]
+    result = migrate(messages, window(1_000), strategy="summarize")
+    ids = [m.id for m in result.messages]
+    assert ids[:2] == ["sys", "sys2"]
+    assert result.messages[1] is messages[1], "the small system message is kept whole"
+    assert "sys" in result.report.truncated_ids
+    assert ids[-2:] == ["u2", "a2"]
+    in_budget_and_valid(result.messages, result.report.budget, O200K)
+
+
+# -- fitting on cached counts ------------------------------------------------------------------
+
+
+class CountingCounter(BaseCounter):
+    """The o200k counter's counts under a fresh cache, recording every ``count_text`` call."""
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__()
+        self._inner = TiktokenCounter("o200k_base")
+        self._name = name or f"counting-{uuid.uuid4().hex}"
+        self._exact = True
+        self.texts: list[str] = []
+
+    def count_text(self, text: str) -> int:
+        self.texts.append(text)
+        return self._inner.count_text(text)
+
+
+def message_texts(messages: Sequence[Message]) -> set[str]:
+    """Every string the counter tokenizes for these messages."""
+    out: set[str] = set()
+    for m in messages:
+        if isinstance(m.content, str):
+            out.add(m.content)
+        else:
+            out.update(p.text for p in m.content if p.text)
+        out.update(t for c in m.tool_calls for t in (c.name, c.arguments))
+        if m.name:
+            out.add(m.name)
+        if m.tool_call_id:
+            out.add(m.tool_call_id)
+    out.discard("")
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["trim", "summarize", "recall", "auto"])
+def test_refitting_tokenizes_only_new_messages(strategy: str) -> None:
+    messages = topical_chat() + chat(150, system=False, words=40)
+    messages.append(Message("user", "What about the penguins?", id="now"))
+    counter = CountingCounter()
+    target = window(2_000)
+
+    first = migrate(messages, target, strategy=strategy, counter=counter)
+    assert first.report.decision == "compressed"
+    originals = message_texts(messages)
+    assert {t for t in counter.texts if t in originals} == originals, "all counted once"
+
+    counter.texts.clear()
+    again = migrate(messages, target, strategy=strategy, counter=counter)
+    assert again.messages == first.messages
+    assert [t for t in counter.texts if t in originals] == []
+    if strategy in ("trim", "recall"):
+        assert counter.texts == [], "nothing at all is tokenized again"
+    # summarize and auto: the extractive summarizer scores and counts its candidate lines again
+    # (derived text, not messages); a rolling summary (previous_summary=) is what spares that
+
+    new = Message("assistant", "A brand new answer about penguins and krill.", id="new")
+    counter.texts.clear()
+    migrate([*messages, new], target, strategy=strategy, counter=counter)
+    assert [t for t in counter.texts if t in originals | {new.text}] == [new.text]
+    if strategy in ("trim", "recall"):
+        assert counter.texts == [new.text], "the new message alone is tokenized"
+
+
+@pytest.mark.parametrize("role", ["user", "system"])
+def test_a_user_or_system_message_is_never_cut_to_nothing(role: str) -> None:
+    message = Message(role, "lots of words here " * 500, name="alice", id="m")  # type: ignore[arg-type]
+    smallest = O200K.count_message(message.replace(content="[...]"))
+    for target in range(smallest, smallest + 40):
+        cut = truncate_message(message, target, O200K)
+        assert O200K.count_message(cut) <= target
+        assert cut.text.strip(), f"empty {role} message at target {target}"
+        assert chat_rule_violations([cut] if role == "user" else [cut, Message("user", "q")]) == []
+    with pytest.raises(ValueError, match="even with its content removed"):
+        truncate_message(message, smallest - 1, O200K)
+
+
+def test_a_tool_result_may_be_cut_to_empty_content() -> None:
+    message = Message("tool", "output " * 500, tool_call_id="c1", id="t")
+    shell = O200K.count_message(message.replace(content=""))
+    cut = truncate_message(message, shell, O200K)
+    assert O200K.count_message(cut) <= shell
+    assert cut.tool_call_id == "c1"
+    assert cut.marker is not None
+    assert cut.marker["kind"] == "truncated"
