@@ -1,8 +1,9 @@
 """Fact retention: how many planted facts survive a migration, per strategy and budget.
 
-Each generated conversation plants facts in its early turns ("my locker code is 4417"), then
-buries them under long filler turns (with tool calls and large outputs, and distractors that share
-words with the facts). The final user message asks for one fact. A fact survives when its value
+Each generated conversation plants facts in its early turns ("my locker code is 4417"), then buries
+them under long filler turns (with tool calls and large outputs), among them one distractor turn
+per fact that shares the question's words but not the answer ("Side note on the locker code:
+nothing new there yet"). The final user message asks for one fact. A fact survives when its value
 appears in what the model is sent (verbatim, recalled, or in a summary). Budgets are 10%, 25% and
 50% of the conversation's tokens. The frameworks' built-ins run on the same inputs: LangChain
 ``trim_messages(strategy="last")`` and LlamaIndex ``ChatMemoryBuffer``.
@@ -22,6 +23,7 @@ from typing import Any
 
 from session_migrator import Message, ToolCall
 from session_migrator._migrate import migrate
+from session_migrator._recall import query_terms
 from session_migrator._tokens import counter_for
 from session_migrator._windows import ModelWindow
 
@@ -132,7 +134,20 @@ def conversation(seed: int, filler_turns: int = 60) -> tuple[list[Message], list
     for i, fact in enumerate(facts):
         add(Message("user", f"{_filler(rng, 25)} {fact.statement}", id=f"{seed}-f{i}"))
         add(Message("assistant", f"Got it. {_filler(rng, 40)}", id=f"{seed}-fa{i}"))
+    # distractors: later turns that share the question's words but not the fact's value
+    distractors = {rng.randrange(filler_turns): fact for fact in facts}
     for t in range(filler_turns):
+        if t in distractors:
+            words = " ".join(query_terms(distractors[t].question))
+            add(
+                Message(
+                    "user",
+                    f"Side note on the {words}: nothing new there yet, "
+                    "I will tell you when it changes.",
+                    id=f"{seed}-d{t}",
+                )
+            )
+            add(Message("assistant", f"Understood. {_filler(rng, 20)}", id=f"{seed}-da{t}"))
         add(
             Message(
                 "user", f"Question {t}: {_filler(rng, rng.randint(15, 60))}?", id=f"{seed}-u{t}"
@@ -241,20 +256,20 @@ def _llamaindex_buffer() -> Trimmer | None:
     return run
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def run(quick: bool = False, *, seeds: int | None = None, builtins: bool = True) -> dict[str, Any]:
     """Retention per method and budget share: ``{"rows": [...], "questions": n}``."""
-    seeds = range(3 if quick else 8)
     methods: dict[str, Trimmer] = {f"session-migrator {s}": _ours(s) for s in STRATEGIES}
-    lc = _langchain_trim()
-    if lc is not None:
-        methods["LangChain trim_messages(last)"] = lc
-    li = _llamaindex_buffer()
-    if li is not None:
-        methods["LlamaIndex ChatMemoryBuffer"] = li
+    if builtins:
+        lc = _langchain_trim()
+        if lc is not None:
+            methods["LangChain trim_messages(last)"] = lc
+        li = _llamaindex_buffer()
+        if li is not None:
+            methods["LlamaIndex ChatMemoryBuffer"] = li
     counter = counter_for("o200k_base")
     hits: dict[tuple[str, float], int] = {}
     questions = 0
-    for seed in seeds:
+    for seed in range(seeds if seeds is not None else 3 if quick else 8):
         base, facts = conversation(seed)
         for k, fact in enumerate(facts):
             msgs = [*base, Message("user", fact.question, id=f"{seed}-q{k}")]
