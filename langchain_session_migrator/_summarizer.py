@@ -12,7 +12,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_session_migrator._models import model_name
 from session_migrator import Message, SummarizerError, TokenCounter
 from session_migrator._fit import truncate_text
-from session_migrator._summarizers import ExtractiveSummarizer, transcript
+from session_migrator._summarizers import SUMMARY_PROMPT, summary_request
 
 __all__ = ["SUMMARIZER_TAG", "LangChainSummarizer"]
 
@@ -20,13 +20,7 @@ __all__ = ["SUMMARIZER_TAG", "LangChainSummarizer"]
 #: summarizing model for the model the conversation runs on.
 SUMMARIZER_TAG = "session_migrator:summarizer"
 
-DEFAULT_PROMPT = (
-    "You compress the earlier part of a conversation so that another model can continue it "
-    "without it. Write a dense summary in the conversation's language. Keep every name, number, "
-    "date, amount, decision, stated preference, open task or question, file path, identifier and "
-    "error message that a later turn could need. Do not add anything that is not in the text. "
-    "Stay under {max_tokens} tokens."
-)
+DEFAULT_PROMPT = SUMMARY_PROMPT
 
 
 class LangChainSummarizer:
@@ -77,30 +71,16 @@ class LangChainSummarizer:
         counter: TokenCounter,
         previous: str | None = None,
     ) -> list[BaseMessage]:
-        """The messages sent to the summarizing model."""
-        text = transcript(messages)
-        if counter.count_text(text) > self.max_input_tokens:
-            keep: list[Message] = []
-            used = 0
-            for message in reversed(messages):
-                cost = counter.count_message(message)
-                if used + cost > self.max_input_tokens // 2:
-                    break
-                keep.append(message)
-                used += cost
-            keep.reverse()
-            older = messages[: len(messages) - len(keep)]
-            digest = ExtractiveSummarizer().summarize(
-                older, max_tokens=self.max_input_tokens // 4, counter=counter
-            )
-            text = f"(older part, extracted)\n{digest}\n(newer part)\n{transcript(keep)}"
-        body = f"Conversation to summarize:\n{text}"
-        if previous:
-            body = f"Summary so far (fold it in):\n{previous}\n\n{body}"
-        return [
-            SystemMessage(self.prompt.format(max_tokens=max_tokens)),
-            HumanMessage(body),
-        ]
+        """The messages sent to the summarizing model: the core request, as LangChain messages."""
+        system, user = summary_request(
+            messages,
+            max_tokens=max_tokens,
+            counter=counter,
+            previous=previous,
+            max_input_tokens=self.max_input_tokens,
+            prompt=self.prompt,
+        )
+        return [SystemMessage(system), HumanMessage(user)]
 
     def summarize(
         self,

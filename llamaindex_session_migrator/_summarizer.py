@@ -13,24 +13,17 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 
 from session_migrator import Message, SummarizerError, TokenCounter
-from session_migrator._summarizers import transcript
+from session_migrator._summarizers import summary_request
 
 __all__ = ["LlamaIndexSummarizer"]
-
-_PROMPT = (
-    "You compress the earlier part of a conversation so that another model can continue it "
-    "without it. Write a dense summary in the conversation's language. Keep every name, number, "
-    "date, amount, decision, stated preference, open task or question, file path, identifier and "
-    "error message that a later turn could need. Do not add anything that is not in the text. "
-    "Stay under {max_tokens} tokens."
-)
 
 
 class LlamaIndexSummarizer:
     """Summarizes with ``llm.chat`` (``asummarize``: ``llm.achat``).
 
-    The transcript given to the LLM is cut to ``max_input_tokens`` (its newest part kept), so the
-    request itself fits a small summarizing model.
+    The request is the core's (:func:`session_migrator._summarizers.summary_request`): a
+    transcript over ``max_input_tokens`` keeps its newest half verbatim and the older part as an
+    extractive digest, so the request itself fits a small summarizing model.
 
     >>> from llama_index.core.llms import MockLLM
     >>> from session_migrator import Message, TiktokenCounter
@@ -56,23 +49,15 @@ class LlamaIndexSummarizer:
         counter: TokenCounter,
         previous: str | None,
     ) -> list[ChatMessage]:
-        keep: list[Message] = []
-        used = 0
-        for m in reversed(messages):
-            cost = counter.count_message(m)
-            if keep and used + cost > self.max_input_tokens:
-                break
-            keep.append(m)
-            used += cost
-        keep.reverse()
-        text = transcript(keep)
-        if len(keep) < len(messages):
-            text = f"({len(messages) - len(keep)} older messages not shown)\n{text}"
-        user = f"Conversation to summarize:\n{text}"
-        if previous:
-            user = f"Summary so far (fold it in):\n{previous}\n\n{user}"
+        system, user = summary_request(
+            messages,
+            max_tokens=max_tokens,
+            counter=counter,
+            previous=previous,
+            max_input_tokens=self.max_input_tokens,
+        )
         return [
-            ChatMessage(role=MessageRole.SYSTEM, content=_PROMPT.format(max_tokens=max_tokens)),
+            ChatMessage(role=MessageRole.SYSTEM, content=system),
             ChatMessage(role=MessageRole.USER, content=user),
         ]
 

@@ -22,7 +22,15 @@ from session_migrator._errors import MissingDependencyError, SummarizerError
 from session_migrator._messages import Message
 from session_migrator._tokens import TokenCounter
 
-__all__ = ["ExtractiveSummarizer", "OpenAISummarizer", "Summarizer", "Summary", "transcript"]
+__all__ = [
+    "SUMMARY_PROMPT",
+    "ExtractiveSummarizer",
+    "OpenAISummarizer",
+    "Summarizer",
+    "Summary",
+    "summary_request",
+    "transcript",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,13 +232,53 @@ class ExtractiveSummarizer:
 
 # -- OpenAI-compatible LLM ---------------------------------------------------------------------
 
-_SYSTEM_PROMPT = (
+#: What LLM summarizers are asked (``{max_tokens}`` is filled in).
+SUMMARY_PROMPT = (
     "You compress the earlier part of a conversation so that another model can continue it "
     "without it. Write a dense summary in the conversation's language. Keep every name, number, "
     "date, amount, decision, stated preference, open task or question, file path, identifier and "
     "error message that a later turn could need. Do not add anything that is not in the text. "
     "Stay under {max_tokens} tokens."
 )
+
+
+def summary_request(
+    messages: Sequence[Message],
+    *,
+    max_tokens: int,
+    counter: TokenCounter,
+    previous: str | None = None,
+    max_input_tokens: int = 60_000,
+    prompt: str = SUMMARY_PROMPT,
+) -> tuple[str, str]:
+    """The (system, user) texts that ask a chat model for a summary of ``messages``.
+
+    Every LLM summarizer (OpenAI-compatible, LangChain, LlamaIndex) sends these. A transcript
+    longer than ``max_input_tokens`` keeps its newest half verbatim and the older part as an
+    extractive summary, so the request fits the summarizing model; ``previous`` (the summary so
+    far) is folded in. ``prompt`` may use ``{max_tokens}``.
+    """
+    text = transcript(messages)
+    if counter.count_text(text) > max_input_tokens:
+        keep: list[Message] = []
+        used = 0
+        for m in reversed(messages):
+            cost = counter.count_message(m)
+            if used + cost > max_input_tokens // 2:
+                break
+            keep.append(m)
+            used += cost
+        keep.reverse()
+        older = messages[: len(messages) - len(keep)]
+        digest = ExtractiveSummarizer().summarize(
+            older, max_tokens=max_input_tokens // 4, counter=counter
+        )
+        text = f"(older part, extracted)\n{digest}\n(newer part)\n{transcript(keep)}"
+    user = f"Conversation to summarize:\n{text}"
+    if previous:
+        user = f"Summary so far (fold it in):\n{previous}\n\n{user}"
+    return prompt.format(max_tokens=max_tokens), user
+
 
 _DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 
@@ -297,29 +345,14 @@ class OpenAISummarizer:
         counter: TokenCounter,
         previous: str | None,
     ) -> list[dict[str, str]]:
-        text = transcript(messages)
-        if counter.count_text(text) > self.max_input_tokens:
-            keep: list[Message] = []
-            used = 0
-            for m in reversed(messages):
-                cost = counter.count_message(m)
-                if used + cost > self.max_input_tokens // 2:
-                    break
-                keep.append(m)
-                used += cost
-            keep.reverse()
-            older = messages[: len(messages) - len(keep)]
-            digest = ExtractiveSummarizer().summarize(
-                older, max_tokens=self.max_input_tokens // 4, counter=counter
-            )
-            text = f"(older part, extracted)\n{digest}\n(newer part)\n{transcript(keep)}"
-        user = f"Conversation to summarize:\n{text}"
-        if previous:
-            user = f"Summary so far (fold it in):\n{previous}\n\n{user}"
-        return [
-            {"role": "system", "content": _SYSTEM_PROMPT.format(max_tokens=max_tokens)},
-            {"role": "user", "content": user},
-        ]
+        system, user = summary_request(
+            messages,
+            max_tokens=max_tokens,
+            counter=counter,
+            previous=previous,
+            max_input_tokens=self.max_input_tokens,
+        )
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def summarize(
         self,
