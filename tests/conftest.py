@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +51,84 @@ def _no_network() -> Iterator[None]:
         yield
     finally:
         socket.socket.connect = _real_connect  # type: ignore[method-assign]
+
+
+# -- the real Redis and PostgreSQL servers ------------------------------------------------------
+# Tests that need one take the ``redis_url`` / ``postgres_url`` fixture: a URL with a key prefix or
+# schema of the test's own, cleaned up after. A missing server skips those tests on a laptop, with
+# the reason shown, and fails them under CI=true.
+
+REDIS_URL = os.environ.get("SESSION_MIGRATOR_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+POSTGRES_URL = os.environ.get(
+    "SESSION_MIGRATOR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+_reachable: dict[str, str | None] = {}
+
+
+def _probe(kind: str) -> str | None:
+    """``None`` when the server answers, else why not (checked once per run)."""
+    if kind in _reachable:
+        return _reachable[kind]
+    reason: str | None = None
+    try:
+        if kind == "redis":
+            import redis
+
+            client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        else:
+            import psycopg
+
+            psycopg.connect(POSTGRES_URL, connect_timeout=2).close()
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {str(exc).strip()}"
+    _reachable[kind] = reason
+    return reason
+
+
+def require_server(kind: str) -> None:
+    """Skip (fail under CI=true) when the ``redis`` or ``postgres`` server is not reachable."""
+    reason = _probe(kind)
+    if reason is None:
+        return
+    url = REDIS_URL if kind == "redis" else POSTGRES_URL
+    message = f"{kind} server not reachable at {url} ({reason})"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{message}; CI=true requires every backend", pytrace=False)
+    pytest.skip(f"{message}; start it to run the {kind} store tests")
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A Redis store URL with a key prefix of this test's own; its keys are deleted after."""
+    require_server("redis")
+    import redis
+
+    prefix = f"smtest:{uuid.uuid4().hex}:"
+    yield f"{REDIS_URL}?prefix={prefix}"
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL store URL with a schema of this test's own, dropped after."""
+    require_server("postgres")
+    import psycopg
+    from psycopg import sql
+
+    schema = f"smtest_{uuid.uuid4().hex}"
+    yield f"{POSTGRES_URL}?schema={schema}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 def pytest_report_header() -> list[str]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,34 +24,8 @@ from pydantic import Field, PrivateAttr
 from llamaindex_session_migrator import from_chat_messages
 from session_migrator import TiktokenCounter
 
-REDIS_URL = os.environ.get("SESSION_MIGRATOR_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-POSTGRES_URL = os.environ.get(
-    "SESSION_MIGRATOR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
 COUNTER = TiktokenCounter("o200k_base")
 FILLER = "The migration plan covers the schema, the data backfill and the rollback in detail. "
-
-
-def _require(kind: str) -> None:
-    try:
-        if kind == "redis":
-            import redis
-
-            client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-            try:
-                client.ping()
-            finally:
-                client.close()
-        else:
-            import psycopg
-
-            psycopg.connect(POSTGRES_URL, connect_timeout=2).close()
-    except Exception as exc:
-        url = REDIS_URL if kind == "redis" else POSTGRES_URL
-        message = f"{kind} server not reachable at {url} ({type(exc).__name__}: {exc})"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message}; CI=true requires every backend", pytrace=False)
-        pytest.skip(message)
 
 
 @pytest.fixture(
@@ -63,33 +35,12 @@ def _require(kind: str) -> None:
         pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
     ]
 )
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The URL of an empty store both frameworks open."""
     kind = request.param
     if kind == "sqlite":
-        yield f"sqlite:///{tmp_path / 'handoff.db'}"
-        return
-    _require(kind)
-    if kind == "redis":
-        import redis
-
-        prefix = f"smhandoff:{uuid.uuid4().hex}:"
-        yield f"{REDIS_URL}?prefix={prefix}"
-        client = redis.Redis.from_url(REDIS_URL)
-        try:
-            keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-            if keys:
-                client.delete(*keys)
-        finally:
-            client.close()
-        return
-    import psycopg
-    from psycopg import sql
-
-    schema = f"smhandoff_{uuid.uuid4().hex}"
-    yield f"{POSTGRES_URL}?schema={schema}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        return f"sqlite:///{tmp_path / 'handoff.db'}"
+    return str(request.getfixturevalue(f"{kind}_url"))
 
 
 # -- LangChain side ------------------------------------------------------------------------------

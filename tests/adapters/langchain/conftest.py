@@ -9,8 +9,6 @@ sent, in whatever way they were called (invoke, ainvoke, stream, astream).
 from __future__ import annotations
 
 import itertools
-import os
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -35,10 +33,6 @@ from langchain_session_migrator import (
 from session_migrator import Budget, Message, TiktokenCounter
 from session_migrator._migrate import default_counter
 
-REDIS_URL = os.environ.get("SESSION_MIGRATOR_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-POSTGRES_URL = os.environ.get(
-    "SESSION_MIGRATOR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
 FILLER = "The quarterly report covers revenue, churn, hiring and the roadmap in detail. "
 
 
@@ -148,55 +142,6 @@ def exact_counter() -> TiktokenCounter:
 
 
 # -- stores --------------------------------------------------------------------------------------
-
-
-def _require(kind: str) -> None:
-    try:
-        if kind == "redis":
-            import redis
-
-            client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-            try:
-                client.ping()
-            finally:
-                client.close()
-        else:
-            import psycopg
-
-            psycopg.connect(POSTGRES_URL, connect_timeout=2).close()
-    except Exception as exc:
-        message = f"{kind} server not reachable ({type(exc).__name__}: {exc})"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message}; CI=true requires every backend", pytrace=False)
-        pytest.skip(message)
-
-
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    _require("redis")
-    import redis
-
-    prefix = f"smtest-lc:{uuid.uuid4().hex}:"
-    yield f"{REDIS_URL}?prefix={prefix}"
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-        if keys:
-            client.delete(*keys)
-    finally:
-        client.close()
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    _require("postgres")
-    import psycopg
-    from psycopg import sql
-
-    schema = f"smtest_lc_{uuid.uuid4().hex}"
-    yield f"{POSTGRES_URL}?schema={schema}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 @pytest.fixture(params=["memory", "sqlite"])
