@@ -30,6 +30,7 @@ call is counted entirely by the endpoint. After a failure the endpoint is left a
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import sqlite3
 import threading
@@ -184,18 +185,30 @@ class _OnlineCounter(BaseCounter):
     """Shared logic: probes, caches, fallback and the exactness flag. Subclasses send requests."""
 
     provider: ClassVar[str]
+    #: The SDK module imported to talk to the endpoint, and the extra that installs it.
+    _sdk: ClassVar[tuple[str, str, str]]  # (module, feature, extra)
 
     def __init__(
         self,
         model: str,
         *,
-        client: Any,
-        fallback: TokenCounter | None,
-        cache_path: str | Path | None,
-        persist: bool,
-        cooldown: float,
-        timeout: float,
+        client: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        fallback: TokenCounter | None = None,
+        timeout: float = 10.0,
+        cooldown: float = 30.0,
+        cache_path: str | Path | None = None,
+        persist: bool = True,
     ) -> None:
+        if client is None:
+            module, feature, extra = self._sdk
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise MissingDependencyError(feature, extra) from None
+        self._api_key = api_key
+        self._base_url = base_url
         super().__init__()
         if not model:
             raise ValueError("model must be a non-empty model name")
@@ -385,35 +398,7 @@ class AnthropicCounter(_OnlineCounter):
 
     provider = "anthropic"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: Any = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        fallback: TokenCounter | None = None,
-        timeout: float = 10.0,
-        cooldown: float = 30.0,
-        cache_path: str | Path | None = None,
-        persist: bool = True,
-    ) -> None:
-        if client is None:
-            try:
-                import anthropic  # noqa: F401
-            except ImportError:
-                raise MissingDependencyError("Anthropic token counting", "anthropic") from None
-        self._api_key = api_key
-        self._base_url = base_url
-        super().__init__(
-            model,
-            client=client,
-            fallback=fallback,
-            cache_path=cache_path,
-            persist=persist,
-            cooldown=cooldown,
-            timeout=timeout,
-        )
+    _sdk = ("anthropic", "Anthropic token counting", "anthropic")
 
     def _make_client(self) -> Any:
         import anthropic
@@ -444,35 +429,7 @@ class GeminiCounter(_OnlineCounter):
 
     provider = "gemini"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: Any = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        fallback: TokenCounter | None = None,
-        timeout: float = 10.0,
-        cooldown: float = 30.0,
-        cache_path: str | Path | None = None,
-        persist: bool = True,
-    ) -> None:
-        if client is None:
-            try:
-                import google.genai  # noqa: F401
-            except ImportError:
-                raise MissingDependencyError("Gemini token counting", "gemini") from None
-        self._api_key = api_key
-        self._base_url = base_url
-        super().__init__(
-            model,
-            client=client,
-            fallback=fallback,
-            cache_path=cache_path,
-            persist=persist,
-            cooldown=cooldown,
-            timeout=timeout,
-        )
+    _sdk = ("google.genai", "Gemini token counting", "gemini")
 
     def _make_client(self) -> Any:
         from google import genai
