@@ -6,20 +6,33 @@ at a user message. The kept suffix always starts at a turn, so the first message
 prompt is a user message, and no unit is ever split, so no tool result is orphaned.
 
 The walk reads cached per-message counts, newest first, and stops at the first unit that does not
-fit: one pass over the kept messages (plus one).
+fit: one pass over the kept messages (plus one). A :class:`Ledger` keeps the counts and units of a
+growing conversation up to date one append at a time, so that a re-fit after a new message does
+not walk the whole conversation again.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from session_migrator._messages import MARKER_KEY, Message
 from session_migrator._tokens import TokenCounter
 
-__all__ = ["Fitted", "Unit", "build_units", "fit_recent", "truncate_message", "truncate_text"]
+__all__ = [
+    "Fitted",
+    "Layout",
+    "Ledger",
+    "Unit",
+    "build_units",
+    "fit_recent",
+    "truncate_message",
+    "truncate_text",
+]
 
 MIN_TRUNCATED_TOKENS = 16
 _NEEDS_CONTENT = ("user", "system")
@@ -28,12 +41,16 @@ _ELLIPSIS = "[...]"
 
 @dataclass(slots=True)
 class Unit:
-    """Messages kept or dropped together (indices into the original sequence)."""
+    """Messages kept or dropped together (indices into the original sequence).
+
+    ``awaiting`` holds the call ids still without a result (``None``: none; only a unit that
+    starts with tool calls has a set, so a plain message allocates none).
+    """
 
     indices: list[int]
     cost: int
     starts_turn: bool
-    awaiting: set[str] = field(default_factory=set)
+    awaiting: set[str] | None = None
 
     @property
     def complete(self) -> bool:
@@ -42,11 +59,126 @@ class Unit:
 
 @dataclass(slots=True)
 class Layout:
-    """A conversation split into pinned system messages, units, and broken messages."""
+    """A conversation split into pinned system messages, units, and broken messages.
+
+    ``costs`` are the per-message counts the units were built from, ``ids`` the messages' ids,
+    ``units_cost`` the sum of the units' costs, and ``system_first`` says that every system
+    message comes before the first unit (so that, with no broken message, the messages of units
+    ``[a, b)`` are one contiguous slice). ``cache`` is state a strategy may keep from one fit of
+    a growing conversation to the next (a :class:`Ledger`'s; ``None``: nothing is kept).
+    """
 
     system: list[int]
     units: list[Unit]
     broken: list[int]
+    costs: Sequence[int] = ()
+    ids: Sequence[str] = ()
+    units_cost: int = 0
+    system_first: bool = True
+    cache: dict[str, Any] | None = None
+
+    @property
+    def contiguous(self) -> bool:
+        """Whether the messages of any run of consecutive units are one slice."""
+        return self.system_first and not self.broken
+
+
+class Ledger:
+    """The per-message counts and the units of a conversation that grows at its end.
+
+    :meth:`extend` counts only the new messages (with ``count``, e.g. a counter's cached
+    ``count_message``) and files them into units;
+    :meth:`layout` is the current :class:`Layout` without walking the conversation again, an
+    assistant tool call whose results have not all come yet being reported broken for now (as
+    :func:`build_units` does). Not thread-safe: its owner serialises access.
+    """
+
+    def __init__(self, count: Callable[[Message], int]) -> None:
+        self._count = count
+        self.messages: list[Message] = []
+        self.costs: list[int] = []
+        self.ids: list[str] = []
+        self.total = 0  # every message's cost, system and broken ones included
+        self._system: list[int] = []
+        self._units: list[Unit] = []
+        self._broken: list[int] = []
+        self._units_cost = 0  # of the complete units, the open one excluded
+        self._open: Unit | None = None  # the newest unit, while it awaits tool results
+        self._system_first = True
+        #: what strategies keep between fits of these messages (see :attr:`Layout.cache`)
+        self.cache: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def extend(self, messages: Sequence[Message], costs: Sequence[int] | None = None) -> None:
+        """File ``messages`` (the ones after those already in the ledger) into units.
+
+        ``costs`` are their counts when the caller has them already (else they are counted).
+        """
+        if costs is None:
+            costs = [self._count(m) for m in messages]
+        start = len(self.messages)
+        self.messages.extend(messages)
+        self.costs.extend(costs)
+        self.ids.extend(m.id for m in messages)
+        self.total += sum(costs)
+        units = self._units
+        for i, m, cost in zip(range(start, start + len(costs)), messages, costs, strict=True):
+            role = m.role
+            if role == "system":
+                self._system.append(i)
+                if units or self._broken:
+                    self._system_first = False
+                continue
+            unit = self._open
+            if role == "tool":
+                if unit is not None and unit.awaiting and m.tool_call_id in unit.awaiting:
+                    unit.awaiting.discard(m.tool_call_id)
+                    unit.indices.append(i)
+                    unit.cost += cost
+                    if not unit.awaiting:
+                        self._units_cost += unit.cost
+                else:
+                    self._broken.append(i)
+                continue
+            if unit is not None:
+                self._close()
+            unit = Unit([i], cost, role == "user")
+            units.append(unit)
+            if m.tool_calls:
+                unit.awaiting = {c.id for c in m.tool_calls}
+                self._open = unit
+            else:
+                self._units_cost += cost
+
+    def _close(self) -> None:
+        unit = self._open
+        if unit is not None and not unit.complete:
+            # the calls never got all their results: the unit is broken, for good
+            self._units.pop()
+            for i in unit.indices:
+                bisect.insort(self._broken, i)
+        self._open = None
+
+    def layout(self) -> Layout:
+        """The layout of the messages so far (lists are shared: callers must not change them)."""
+        units = self._units
+        broken = self._broken
+        unit = self._open
+        if unit is not None and not unit.complete:
+            units = units[:-1]
+            broken = sorted(broken + unit.indices)
+        return Layout(
+            self._system,
+            units,
+            broken,
+            self.costs,
+            self.ids,
+            self._units_cost,
+            self._system_first,
+            self.cache,
+        )
 
 
 def build_units(messages: Sequence[Message], costs: Sequence[int]) -> Layout:
@@ -55,39 +187,15 @@ def build_units(messages: Sequence[Message], costs: Sequence[int]) -> Layout:
     Broken messages are tool results with no call before them and assistant tool calls whose
     results never came; a compressed result never includes them (they would be rejected).
     """
-    system: list[int] = []
-    units: list[Unit] = []
-    broken: list[int] = []
-    open_unit: Unit | None = None
+    ledger = Ledger(_uncounted)
+    ledger.extend(messages, costs)
+    layout = ledger.layout()
+    layout.cache = None  # nothing outlives this call
+    return layout
 
-    def close() -> None:
-        nonlocal open_unit
-        if open_unit is not None and not open_unit.complete:
-            broken.extend(open_unit.indices)
-            units.remove(open_unit)
-        open_unit = None
 
-    for i, m in enumerate(messages):
-        if m.role == "system":
-            system.append(i)
-            continue
-        if m.role == "tool":
-            if open_unit is not None and m.tool_call_id in open_unit.awaiting:
-                open_unit.awaiting.discard(m.tool_call_id or "")
-                open_unit.indices.append(i)
-                open_unit.cost += costs[i]
-            else:
-                broken.append(i)
-            continue
-        close()
-        unit = Unit([i], costs[i], m.role == "user")
-        units.append(unit)
-        if m.tool_calls:
-            unit.awaiting = {c.id for c in m.tool_calls}
-            open_unit = unit
-    close()
-    broken.sort()
-    return Layout(system, units, broken)
+def _uncounted(message: Message) -> int:
+    raise AssertionError("build_units is given every cost")
 
 
 # -- cutting inside a message ------------------------------------------------------------------
@@ -239,12 +347,18 @@ def truncate_unit(
 
 @dataclass(slots=True)
 class Fitted:
-    """The kept part of the conversation (excluding system messages), oldest first."""
+    """The kept part of the conversation (excluding system messages), oldest first.
+
+    ``cut`` holds the ranges of :attr:`Layout.units` indices left out, oldest first: the units
+    before ``first_unit``, and when the newest turn had to be cut down, the units between its
+    start and the newest ones that still fit.
+    """
 
     messages: list[Message]
     first_unit: int  # index into Layout.units of the oldest kept unit (len(units) if none)
     truncated_ids: list[str]
     cost: int
+    cut: tuple[range, ...] = ()
 
 
 def fit_recent(
@@ -258,7 +372,7 @@ def fit_recent(
     """
     units = layout.units
     if not units or available <= 0:
-        return Fitted([], len(units), [], 0)
+        return Fitted([], len(units), [], 0, (range(len(units)),))
     any_turn = any(u.starts_turn for u in units)
     total = 0
     best: int | None = None
@@ -270,8 +384,11 @@ def fit_recent(
         if units[k].starts_turn or not any_turn:
             best, best_total = k, total
     if best is not None:
-        kept = [messages[i] for u in units[best:] for i in u.indices]
-        return Fitted(kept, best, [], best_total)
+        if layout.contiguous:
+            kept = list(messages[units[best].indices[0] :])
+        else:
+            kept = [messages[i] for u in units[best:] for i in u.indices]
+        return Fitted(kept, best, [], best_total, (range(best),))
     return _fit_oversized_turn(messages, units, available, counter)
 
 
@@ -295,6 +412,7 @@ def _fit_oversized_turn(
     head_cost = sum(counter.count_message(m) for m in head_msgs)
     room = available - head_cost
     kept_tail: list[Message] = []
+    first_tail = len(tail)  # tail[first_tail:] is kept
     used = 0
     for k in range(len(tail) - 1, -1, -1):
         if used + tail[k].cost > room:
@@ -305,11 +423,14 @@ def _fit_oversized_turn(
                     break
                 truncated.extend(m.id for m in cut if m.marker)
                 kept_tail = cut
+                first_tail = k
                 used = sum(counter.count_message(m) for m in cut)
             break
         kept_tail[:0] = [messages[i] for i in tail[k].indices]
+        first_tail = k
         used += tail[k].cost
-    return Fitted(head_msgs + kept_tail, start, truncated, head_cost + used)
+    left_out = (range(start), range(start + 1, start + 1 + first_tail))
+    return Fitted(head_msgs + kept_tail, start, truncated, head_cost + used, left_out)
 
 
 def stable_id(prefix: str, parts: Sequence[str]) -> str:

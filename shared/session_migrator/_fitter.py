@@ -5,7 +5,9 @@ fitted to model X" cheaply:
 
 - reading again with nothing new returns the cached result (no tokenization, no store scan);
 - a new message (appended here or by another process) is picked up with one ``load(after=...)``
-  and costs its own tokenization plus one pass over cached counts;
+  and costs its own tokenization; the per-message counts and the split into units are kept in a
+  :class:`~session_migrator._fit.Ledger` that grows with the log, so the re-fit walks only the
+  messages it keeps;
 - token counts are persisted in the store, so a reopened session is not re-tokenized;
 - rolling summaries are read from and written to the store (revision-checked);
 - every change of target model is logged in the store's migration log.
@@ -21,8 +23,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ConflictError
+from session_migrator._fit import Ledger
 from session_migrator._messages import Message
-from session_migrator._migrate import MigrationResult, default_counter, migrate, resolve_target
+from session_migrator._migrate import (
+    MigrationResult,
+    default_counter,
+    migrate_ledger,
+    resolve_target,
+)
 from session_migrator._strategies import Compressor
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import TokenCounter
@@ -87,7 +95,11 @@ class SessionFitter:
         self._ids: set[str] = set()
         self._loaded = False
         self._cache: tuple[Hashable, MigrationResult] | None = None
-        self._persisted_counts: dict[str, set[str]] = {}
+        self._ledger: tuple[TokenCounter, Ledger] | None = None
+        # per counter name (of the counter that caches): how many leading messages have their
+        # count in the store
+        self._persisted: dict[str, int] = {}
+        self._from_store: set[str] = set()
         self._last_target: str | None = None
         self._last_target_loaded = False
 
@@ -102,6 +114,8 @@ class SessionFitter:
                 self._messages = list(self.store.load(self.session_id))
                 self._ids = {m.id for m in self._messages}
                 self._loaded = True
+                self._ledger = None
+                self._persisted = {}
             else:
                 after = self._messages[-1].id if self._messages else None
                 try:
@@ -143,7 +157,8 @@ class SessionFitter:
             self._messages = []
             self._ids = set()
             self._cache = None
-            self._persisted_counts = {}
+            self._ledger = None
+            self._persisted = {}
             self._last_target = None
             self._last_target_loaded = True
 
@@ -175,10 +190,10 @@ class SessionFitter:
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
-            self._prime_counts(messages, counter)
+            ledger = self._ledger_for(messages, counter)
             previous = self._stored_summary()
-            result = migrate(
-                messages,
+            result = migrate_ledger(
+                ledger,
                 window,
                 strategy=self.strategy,
                 query=query,
@@ -208,35 +223,63 @@ class SessionFitter:
 
     # -- store bookkeeping -----------------------------------------------------------------
 
+    def _ledger_for(self, messages: list[Message], counter: TokenCounter) -> Ledger:
+        """The ledger of ``messages`` by ``counter``, brought up to date (only the messages new
+        since the last fit are counted, their counts read from the store when it has them).
+        """
+        held = self._ledger
+        if (
+            held is None
+            or held[0] is not counter
+            or len(held[1]) > len(messages)
+            or (len(held[1]) and held[1].messages[-1] is not messages[len(held[1]) - 1])
+        ):
+            held = (counter, Ledger(counter.count_message))
+            self._ledger = held
+        ledger = held[1]
+        new = messages[len(ledger) :]
+        if new:
+            self._prime_counts(new, counter)
+            ledger.extend(new)
+        return ledger
+
     def _prime_counts(self, messages: list[Message], counter: TokenCounter) -> None:
-        cached = getattr(counter, "cached", None)
-        prime = getattr(counter, "prime", None)
+        """Seed ``counter``'s cache with the counts the store has for ``messages``."""
+        owner = getattr(counter, "cache_owner", counter)
+        cached = getattr(owner, "cached", None)
+        prime = getattr(owner, "prime", None)
         if cached is None or prime is None:
             return
-        persisted = self._persisted_counts.setdefault(counter.name, set())
-        missing = [m for m in messages if m.id not in persisted and cached(m) is None]
+        missing = [m for m in messages if cached(m) is None]
         if not missing:
             return
-        stored = self.store.get_token_counts(self.session_id, counter.name, [m.id for m in missing])
+        stored = self.store.get_token_counts(self.session_id, owner.name, [m.id for m in missing])
         if stored:
             prime({m: stored[m.id] for m in missing if m.id in stored})
-            persisted.update(stored)
+            self._from_store.update(stored)
 
     def _persist_counts(self, messages: list[Message], counter: TokenCounter) -> None:
-        cached = getattr(counter, "cached", None)
+        """Write the counts of the messages the store has no count for yet (by the counter that
+        caches them: an estimating counter's o200k counts, valid whatever its calibration).
+        """
+        owner = getattr(counter, "cache_owner", counter)
+        cached = getattr(owner, "cached", None)
         if cached is None:
             return
-        persisted = self._persisted_counts.setdefault(counter.name, set())
+        start = self._persisted.get(owner.name, 0)
         fresh: dict[str, int] = {}
-        for m in messages:
-            if m.id in persisted:
-                continue
+        done = len(messages)
+        for k in range(start, len(messages)):
+            m = messages[k]
             value = cached(m)
-            if value is not None:
+            if value is None:
+                done = min(done, k)
+            elif m.id not in self._from_store:
                 fresh[m.id] = value
         if fresh:
-            self.store.put_token_counts(self.session_id, counter.name, fresh)
-            persisted.update(fresh)
+            self.store.put_token_counts(self.session_id, owner.name, fresh)
+        self._persisted[owner.name] = done
+        self._from_store.clear()
 
     def _stored_summary(self) -> tuple[Summary, int] | None:
         stored = self.store.get_summary(self.session_id)

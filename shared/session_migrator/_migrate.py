@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from session_migrator._fit import Ledger, build_units
 from session_migrator._messages import Message, Session, as_messages
-from session_migrator._strategies import Compressor, get_strategy, latest_user_text
+from session_migrator._strategies import Compressor, _Strategy, get_strategy, latest_user_text
 from session_migrator._summarizers import Summarizer, Summary
-from session_migrator._tokens import TokenCounter, counter_for
+from session_migrator._tokens import REPLY_PRIMING, TokenCounter, counter_for
 from session_migrator._windows import Budget, ModelWindow
 
 __all__ = ["MigrationReport", "MigrationResult", "Plan", "migrate", "plan", "resolve_target"]
@@ -87,7 +88,16 @@ def plan(
     window = resolve_target(target)
     counter = counter or default_counter(window)
     # count first: an online counter learns only while counting whether it fell back to estimates
-    tokens = counter.count_messages(messages)
+    return _plan(window, counter, counter.count_messages(messages), reserve_output, extra_reserved)
+
+
+def _plan(
+    window: ModelWindow,
+    counter: TokenCounter,
+    tokens: int,
+    reserve_output: int | None,
+    extra_reserved: int,
+) -> Plan:
     exact = counter.exact
     budget = Budget.for_window(
         window, exact=exact, reserve_output=reserve_output, extra_reserved=extra_reserved
@@ -166,18 +176,77 @@ def migrate(
     >>> result.report.decision
     'fits'
     """
-    started = time.perf_counter()
-    messages = as_messages(source)
-    decision = plan(
-        messages,
+    return _migrate(
+        as_messages(source),
         target,
+        strategy=strategy,
+        query=query,
+        summarizer=summarizer,
         reserve_output=reserve_output,
         counter=counter,
+        previous_summary=previous_summary,
         extra_reserved=extra_reserved,
+        source_model=source_model,
     )
-    counter = counter or default_counter(decision.window)
+
+
+def migrate_ledger(
+    ledger: Ledger,
+    target: str | ModelWindow,
+    *,
+    counter: TokenCounter,
+    strategy: str | Compressor = "auto",
+    query: str | None = None,
+    summarizer: Summarizer | None = None,
+    reserve_output: int | None = None,
+    previous_summary: Summary | None = None,
+    extra_reserved: int = 0,
+    source_model: str | None = None,
+) -> MigrationResult:
+    """:func:`migrate` for the messages of ``ledger``, whose counts (by ``counter``) and units
+    are already known: the session is not counted or split into units again.
+    """
+    return _migrate(
+        ledger.messages,
+        target,
+        strategy=strategy,
+        query=query,
+        summarizer=summarizer,
+        reserve_output=reserve_output,
+        counter=counter,
+        previous_summary=previous_summary,
+        extra_reserved=extra_reserved,
+        source_model=source_model,
+        ledger=ledger,
+    )
+
+
+def _migrate(
+    messages: Sequence[Message],
+    target: str | ModelWindow,
+    *,
+    strategy: str | Compressor,
+    query: str | None,
+    summarizer: Summarizer | None,
+    reserve_output: int | None,
+    counter: TokenCounter | None,
+    previous_summary: Summary | None,
+    extra_reserved: int,
+    source_model: str | None,
+    ledger: Ledger | None = None,
+) -> MigrationResult:
+    started = time.perf_counter()
+    window = resolve_target(target)
+    counter = counter or default_counter(window)
+    # count first: an online counter learns only while counting whether it fell back to estimates
+    costs: list[int] | None = None
+    if ledger is not None:
+        tokens = REPLY_PRIMING + ledger.total  # counted by the ledger, one message at a time
+    else:
+        costs = [counter.count_message(m) for m in messages]
+        tokens = REPLY_PRIMING + sum(costs)
+    decision = _plan(window, counter, tokens, reserve_output, extra_reserved)
     compressor = get_strategy(strategy, summarizer=summarizer)
-    window = decision.window
     report = MigrationReport(
         target=window.name,
         decision="fits",
@@ -199,15 +268,25 @@ def migrate(
     if decision.fits:
         report.seconds = time.perf_counter() - started
         return MigrationResult(list(messages), report)
-    result = compressor.compress(
-        messages,
-        decision.budget.tokens,
-        counter,
-        query if query is not None else latest_user_text(messages),
-        previous_summary=previous_summary,
-    )
+    query = query if query is not None else latest_user_text(messages)
+    if isinstance(compressor, _Strategy):
+        # the counts are known: the strategy does not count or split the messages again
+        result = compressor.compress(
+            messages,
+            decision.budget.tokens,
+            counter,
+            query,
+            previous_summary=previous_summary,
+            layout=ledger.layout() if ledger is not None else build_units(messages, costs or []),
+        )
+    else:
+        result = compressor.compress(
+            messages, decision.budget.tokens, counter, query, previous_summary=previous_summary
+        )
     report.decision = "compressed"
-    report.tokens_after = counter.count_messages(result.messages)
+    report.tokens_after = (
+        result.tokens if result.tokens is not None else counter.count_messages(result.messages)
+    )
     report.messages_after = len(result.messages)
     report.dropped_ids = list(result.dropped_ids)
     report.summarized_ids = list(result.summarized_ids)

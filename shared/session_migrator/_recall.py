@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Generic, TypeVar
 
-__all__ = ["rank_by_relevance"]
+__all__ = ["RelevanceIndex", "rank_by_relevance"]
 
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
 _STOP = frozenset(
@@ -55,3 +56,77 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
     finally:
         con.close()
     return [(int(rowid) - 1, -float(score)) for rowid, score in rows]
+
+
+_Doc = TypeVar("_Doc")
+
+
+class RelevanceIndex(Generic[_Doc]):
+    """A full-text index kept between rankings, for documents keyed by increasing integers.
+
+    :meth:`sync` makes it hold exactly the given documents, indexing only the new ones (the
+    others are dropped), so that re-ranking a conversation whose cut part grew by a turn costs
+    that turn, not the whole cut part. :meth:`rank` gives what :func:`rank_by_relevance` gives
+    for the same documents in key order (bm25 reads the same statistics), with keys instead of
+    positions. The table is contentless: no copy of the text is kept. Not thread-safe: its
+    owner serialises access.
+    """
+
+    def __init__(self, text: Callable[[_Doc], str]) -> None:
+        self._text = text
+        self._con = sqlite3.connect(":memory:", check_same_thread=False)
+        self._con.execute(
+            "CREATE VIRTUAL TABLE docs USING fts5(body, content='', tokenize='porter unicode61')"
+        )
+        self._docs: dict[int, _Doc] = {}
+        self._ranked: tuple[str, list[tuple[int, float]]] | None = None  # the last ranking
+
+    def keys(self) -> list[int]:
+        """The keys of the documents held, in increasing order."""
+        return sorted(self._docs)
+
+    def sync(self, documents: Mapping[int, _Doc]) -> None:
+        """Hold exactly ``documents`` (key -> document; ``text(document)`` is called only for the
+        documents to index or to drop, and must give the same text every time).
+        """
+        held = self._docs
+        gone = [k for k in held if k not in documents]
+        new = [k for k in documents if k not in held]
+        if gone or new:
+            self._ranked = None
+        if gone:
+            # a contentless table forgets a row given the text it was indexed with
+            self._con.executemany(
+                "INSERT INTO docs(docs, rowid, body) VALUES('delete', ?, ?)",
+                [(k + 1, self._text(held.pop(k))) for k in gone],
+            )
+        if new:
+            # a generator: one document's text at a time, never all of them at once
+            self._con.executemany(
+                "INSERT INTO docs(rowid, body) VALUES (?, ?)",
+                ((k + 1, self._text(documents[k])) for k in new),
+            )
+            for k in new:
+                held[k] = documents[k]
+
+    def rank(self, query: str) -> list[tuple[int, float]]:
+        """Keys of the documents matching ``query``, most relevant first (ties: later key).
+
+        The same query on the same documents is answered from the last ranking.
+        """
+        if self._ranked is not None and self._ranked[0] == query:
+            return list(self._ranked[1])
+        terms = query_terms(query)
+        if not terms or not self._docs:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        rows = self._con.execute(
+            "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid DESC",
+            (match,),
+        ).fetchall()
+        ranked = [(int(rowid) - 1, -float(score)) for rowid, score in rows]
+        self._ranked = (query, ranked)
+        return list(ranked)
+
+    def close(self) -> None:
+        self._con.close()

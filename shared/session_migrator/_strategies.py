@@ -16,8 +16,9 @@ summarizer and the report says so.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from session_migrator._errors import BudgetError, SummarizerError
@@ -31,7 +32,7 @@ from session_migrator._fit import (
     truncate_text,
 )
 from session_migrator._messages import MARKER_KEY, Message
-from session_migrator._recall import rank_by_relevance
+from session_migrator._recall import RelevanceIndex, rank_by_relevance
 from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
 from session_migrator._tokens import REPLY_PRIMING, TokenCounter
 
@@ -63,6 +64,8 @@ class CompressionResult:
     summary: Summary | None = None
     fallbacks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: what ``messages`` cost by the counter the strategy was given (``None``: not counted)
+    tokens: int | None = None
 
 
 @runtime_checkable
@@ -106,9 +109,10 @@ class _Engine:
         counter: TokenCounter,
         query: str | None,
         previous_summary: Summary | None,
+        layout: Layout | None = None,
     ) -> CompressionResult:
-        costs = [counter.count_message(m) for m in messages]
-        layout = build_units(messages, costs)
+        if layout is None:
+            layout = build_units(messages, [counter.count_message(m) for m in messages])
         fallbacks: list[str] = []
         notes: list[str] = []
         system, system_truncated = self._fit_system(messages, layout, budget, counter)
@@ -119,8 +123,7 @@ class _Engine:
                 f"left out {len(layout.broken)} message(s) with broken tool pairing "
                 "(a result without its call or a call without its result)"
             )
-        units_total = sum(u.cost for u in layout.units)
-        if units_total <= available:
+        if layout.units_cost <= available:
             kept = [messages[i] for u in layout.units for i in u.indices]
             return self._result(
                 messages, system, None, [], kept, None, [], system_truncated, fallbacks, notes
@@ -140,15 +143,11 @@ class _Engine:
                 budget=budget,
                 needed=max(budget + 1, budget - (available - extra_room) + smallest),
             ) from exc
-        kept_ids = {m.id for m in recent.messages}
-        cut_positions = [
-            k for k, u in enumerate(layout.units) if messages[u.indices[0]].id not in kept_ids
-        ]
-        cut_units = [layout.units[k] for k in cut_positions]
         room = available - recent.cost
 
         recalled: list[Message] = []
-        if self.recall and cut_units:
+        if self.recall and any(recent.cut):
+            cut_positions = [k for r in recent.cut for k in r]
             note_room = self._note_reserve(messages, layout, counter)
             recall_room = room - max(
                 note_room, int(available * self.summary_share) if self.summarizer else note_room
@@ -160,16 +159,18 @@ class _Engine:
                 recall_room,
                 counter,
                 query if query is not None else latest_user_text(messages),
+                incremental=len([r for r in recent.cut if r]) == 1 and layout.contiguous,
             )
             room -= sum(counter.count_message(m) for m in recalled)
 
-        recalled_ids = {m.id for m in recalled}
         # the summary covers the whole cut stretch (recalled turns too), so that its range is
         # contiguous and the next call can extend it with only the newly cut messages
-        cut = [
-            messages[i] for i in sorted([i for u in cut_units for i in u.indices] + layout.broken)
-        ]
-        left_out = [m for m in cut if m.id not in recalled_ids]
+        cut, span = _cut_messages(messages, layout, recent.cut)
+        if recalled:
+            recalled_ids = {m.id for m in recalled}
+            left_out = [m for m in cut if m.id not in recalled_ids]
+        else:
+            left_out = cut
         lead: Message | None = None
         summary: Summary | None = None
         covered: list[Message] = []
@@ -192,11 +193,14 @@ class _Engine:
             system_truncated + recent.truncated_ids,
             fallbacks,
             notes,
+            # when the cut part is one slice with no system or broken message in it, the
+            # messages left out of the result are ``left_out``: no need to walk them all
+            _left_out_ids(layout, span, left_out, recalled) if span is not None else None,
         )
         total = counter.count_messages(result.messages)
         if total > budget:  # pragma: no cover - guarded by construction; a bug if reached
             raise AssertionError(f"{self.name} produced {total} tokens for a budget of {budget}")
-        return result
+        return replace(result, tokens=total)
 
     # -- pieces ------------------------------------------------------------------------------
 
@@ -264,7 +268,14 @@ class _Engine:
         room: int,
         counter: TokenCounter,
         query: str,
+        incremental: bool = False,
     ) -> list[Message]:
+        """The cut turns most relevant to ``query`` that fit in ``room``, in their order.
+
+        With ``incremental`` (the cut part is one run of units, a prefix of a growing
+        conversation) the full-text index is kept in ``layout.cache`` and only newly cut turns
+        are indexed; the ranking is the same as from a fresh index.
+        """
         if room <= 0 or not query.strip():
             return []
         # whole cut turns only: a cut unit continues the turn of the cut unit right before it;
@@ -280,34 +291,48 @@ class _Engine:
                 turns[-1].append(unit)
             previous = k
         turns = [t for t in turns if t[0].starts_turn]
-        documents = [
-            "\n".join(
+
+        def document(turn: list[Unit]) -> str:
+            return "\n".join(
                 " ".join(
                     [messages[i].text]
                     + [c.name + " " + c.arguments for c in messages[i].tool_calls]
                 )
-                for u in t
+                for u in turn
                 for i in u.indices
             )
-            for t in turns
-        ]
+
+        ranked: list[tuple[int, float]]
+        if incremental and layout.cache is not None:
+            index = layout.cache.get("recall")
+            if not isinstance(index, RelevanceIndex):
+                index = layout.cache["recall"] = RelevanceIndex(document)
+            by_key = {t[0].indices[0]: k for k, t in enumerate(turns)}
+            index.sync({key: turns[k] for key, k in by_key.items()})
+            ranked = [(by_key[key], score) for key, score in index.rank(query)]
+        else:
+            ranked = rank_by_relevance([document(t) for t in turns], query)
         chosen: list[tuple[int, list[Message]]] = []
         used = 0
-        for index, _score in rank_by_relevance(documents, query):
-            turn = turns[index]
-            full = [messages[i] for u in turn for i in u.indices]
+        smallest = min((t[0].cost for t in turns), default=0)
+        for index_, _score in ranked:
+            if room - used < smallest:
+                break  # not even the smallest turn's question fits any more
+            turn = turns[index_]
+            if turn[0].cost > room - used:
+                continue  # neither the turn nor its compact form (which starts with it) fits
+            take = turn
             cost = sum(u.cost for u in turn)
             if used + cost > room:
                 # compact form: the question and the last plain answer of that turn
                 answer = next(
                     (u for u in reversed(turn[1:]) if not messages[u.indices[0]].tool_calls), None
                 )
-                compact = [turn[0]] + ([answer] if answer else [])
-                cost = sum(u.cost for u in compact)
+                take = [turn[0]] + ([answer] if answer else [])
+                cost = sum(u.cost for u in take)
                 if used + cost > room:
                     continue
-                full = [messages[i] for u in compact for i in u.indices]
-            chosen.append((turn[0].indices[0], full))
+            chosen.append((turn[0].indices[0], [messages[i] for u in take for i in u.indices]))
             used += cost
         chosen.sort(key=lambda item: item[0])
         return [m for _, msgs in chosen for m in msgs]
@@ -366,14 +391,21 @@ class _Engine:
             return None, None
         fresh = covered
         previous_text: str | None = None
-        if previous is not None:
-            ids = [m.id for m in covered]
-            if previous.first_id == ids[0] and previous.last_id in ids:
-                fresh = covered[ids.index(previous.last_id) + 1 :]
-                previous_text = previous.text
+        if previous is not None and previous.first_id == covered[0].id:
+            # the summary's last message is usually near the end: look for it from there
+            # (a session's ids are unique)
+            for j in range(len(covered) - 1, -1, -1):
+                if covered[j].id == previous.last_id:
+                    fresh = covered[j + 1 :]
+                    previous_text = previous.text
+                    break
         used_name = self.summarizer.name
         text: str | None = None
-        if previous_text is not None and not fresh and counter.count_text(previous_text) <= limit:
+        if (
+            previous_text is not None
+            and not fresh
+            and _text_tokens(counter, previous_text) <= limit
+        ):
             text = previous_text
         else:
             try:
@@ -383,7 +415,7 @@ class _Engine:
                 if not text.strip() and not isinstance(self.summarizer, ExtractiveSummarizer):
                     # the extractive summarizer may find nothing worth keeping; a model may not
                     raise SummarizerError(f"{used_name} returned no summary text")
-                written = counter.count_text(text)
+                written = _text_tokens(counter, text)
                 if written > limit:
                     raise SummarizerError(
                         f"{used_name} wrote {written} tokens, over its limit of {limit}"
@@ -402,7 +434,8 @@ class _Engine:
                 )
                 used_name = ExtractiveSummarizer.name
                 text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)
-        text = truncate_text(text, limit, counter)
+        if _text_tokens(counter, text) > limit:
+            text = truncate_text(text, limit, counter)
         if not text.strip():
             return None, None
         summary = Summary(text, covered[0].id, covered[-1].id, len(covered), used_name)
@@ -436,15 +469,20 @@ class _Engine:
         truncated: list[str],
         fallbacks: list[str],
         notes: list[str],
+        left_out_ids: list[str] | None = None,
     ) -> CompressionResult:
-        kept = {m.id for m in recalled} | {m.id for m in recent}
         summarized = [m.id for m in covered] if summary is not None else []
-        summarized_set = set(summarized)
-        dropped = [
-            m.id
-            for m in messages
-            if m.role != "system" and m.id not in kept and m.id not in summarized_set
-        ]
+        if left_out_ids is not None:
+            # every non-system message that is not kept is left out (the caller knows)
+            dropped = [] if summary is not None else left_out_ids
+        else:
+            kept = {m.id for m in recalled} | {m.id for m in recent}
+            summarized_set = set(summarized)
+            dropped = [
+                m.id
+                for m in messages
+                if m.role != "system" and m.id not in kept and m.id not in summarized_set
+            ]
         return CompressionResult(
             messages=system + ([lead] if lead is not None else []) + recalled + recent,
             dropped_ids=dropped,
@@ -455,6 +493,57 @@ class _Engine:
             fallbacks=fallbacks,
             notes=notes,
         )
+
+
+def _cut_messages(
+    messages: Sequence[Message], layout: Layout, cut: tuple[range, ...]
+) -> tuple[list[Message], tuple[int, int] | None]:
+    """The messages of the cut units and the broken messages, in order; and, when they are the
+    slice ``messages[start:stop]`` holding every non-system message outside the kept units,
+    ``(start, stop)``.
+    """
+    units = layout.units
+    ranges = [r for r in cut if r]
+    if layout.contiguous and len(ranges) <= 1:
+        if not ranges:
+            return [], (0, 0)
+        r = ranges[0]
+        start = units[r.start].indices[0]
+        stop = units[r.stop].indices[0] if r.stop < len(units) else len(messages)
+        return list(messages[start:stop]), (start, stop)
+    indices = [i for r in ranges for k in r for i in units[k].indices]
+    return [messages[i] for i in sorted(indices + layout.broken)], None
+
+
+def _left_out_ids(
+    layout: Layout, span: tuple[int, int], left_out: list[Message], recalled: list[Message]
+) -> list[str]:
+    """The ids of ``left_out``, the cut slice ``span`` less the recalled messages."""
+    if not recalled and len(layout.ids) >= span[1]:
+        return list(layout.ids[span[0] : span[1]])
+    return [m.id for m in left_out]
+
+
+#: Token counts of long texts (summaries, re-read at every fit), by counter name and digest.
+_LONG_TEXT = 2048
+_long_counts: dict[tuple[str, bytes], int] = {}
+_LONG_COUNTS_LIMIT = 64
+
+
+def _text_tokens(counter: TokenCounter, text: str) -> int:
+    """``counter.count_text(text)``, remembered for long texts (a rolling summary is counted at
+    every fit); keyed by a digest, so no text is kept.
+    """
+    if len(text) < _LONG_TEXT:
+        return counter.count_text(text)
+    key = (counter.name, hashlib.blake2b(text.encode("utf-8", "surrogatepass")).digest())
+    tokens = _long_counts.get(key)
+    if tokens is None:
+        tokens = counter.count_text(text)
+        if len(_long_counts) >= _LONG_COUNTS_LIMIT:
+            _long_counts.clear()
+        _long_counts[key] = tokens
+    return tokens
 
 
 class _Strategy:
@@ -469,9 +558,15 @@ class _Strategy:
         query: str | None = None,
         *,
         previous_summary: Summary | None = None,
+        layout: Layout | None = None,
     ) -> CompressionResult:
-        """Fit ``messages`` into ``budget`` tokens (see the module docstring)."""
-        return self._engine.run(list(messages), budget, counter, query, previous_summary)
+        """Fit ``messages`` into ``budget`` tokens (see the module docstring).
+
+        ``layout`` is the messages' :class:`~session_migrator._fit.Layout` when the caller
+        keeps one up to date (:class:`~session_migrator._fit.Ledger`), so that it is not
+        rebuilt from every message's count.
+        """
+        return self._engine.run(messages, budget, counter, query, previous_summary, layout)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

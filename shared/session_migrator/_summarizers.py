@@ -12,9 +12,10 @@ passes its text as ``previous`` with only the newly cut messages.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -145,8 +146,95 @@ def _sentences(message: Message) -> list[str]:
     return parts
 
 
-def _score(sentence: str) -> float:
+# Literal pre-checks: a pattern cannot match a sentence that holds none of its literal parts, so
+# it is not run (the score is the same, and most sentences skip most patterns). The patterns
+# with re.I are pre-checked on the lower-cased sentence only when it is ASCII, where lower()
+# folds case as re.I does.
+_DECIDE = (
+    "decid", "agree", "chose", "choos", "go with", "going with", "settled", "final", "confirm",
+    "approv", "let", "we'll", "well", "will use", "switch", "instead",
+)  # fmt: skip
+_PREFER = ("prefer", "favo", "like", "hate", "always", "never", "want")
+_TASK = (
+    "todo", "to-do", "need to", "must", "should", "remember", "deadline", "due", "next step",
+    "follow", "action item", "remind", "pending", "open question", "blocker",
+)  # fmt: skip
+_SELF = ("my", "our", "i am", "i'm", "call me")
+_PATH = (
+    "/", ".py", ".js", ".ts", ".json", ".md", ".yml", ".yaml", ".toml", ".sql", ".csv", ".txt",
+    ".rs", ".go",
+)  # fmt: skip
+
+
+def _any_of(words: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(w) for w in words))
+
+
+_GATES = (
+    _any_of(_DECIDE), _any_of(_PREFER), _any_of(_TASK), _any_of(_PATH), _any_of(_SELF),
+)  # fmt: skip
+
+
+def _score_all(sentence: str) -> float:
+    """The score by definition: the weights of the patterns that match."""
     return sum(weight for pattern, weight in _SIGNALS if pattern.search(sentence))
+
+
+def _score(sentence: str) -> float:
+    """:func:`_score_all`, running only the patterns whose literal parts are present."""
+    (digit, w_digit), (name, w_name), (decide, w_decide), (prefer, w_prefer) = _SIGNALS[:4]
+    (task, w_task), (path, w_path), (ident, w_ident), (contact, w_contact) = _SIGNALS[4:8]
+    me, w_me = _SIGNALS[8]
+    g_decide, g_prefer, g_task, g_path, g_self = _GATES
+    plain = sentence.isascii()
+    low = sentence.lower() if plain else sentence
+    tail = sentence[1:]
+    upper = tail != tail.lower()  # an upper-case letter after the first character
+    total = 0.0
+    if digit.search(sentence):
+        total += w_digit
+    if upper and name.search(sentence):
+        total += w_name
+    if (not plain or g_decide.search(low)) and decide.search(sentence):
+        total += w_decide
+    if (not plain or g_prefer.search(low)) and prefer.search(sentence):
+        total += w_prefer
+    if (not plain or g_task.search(low)) and task.search(sentence):
+        total += w_task
+    if g_path.search(sentence) and path.search(sentence):
+        total += w_path
+    if ("`" in sentence or "_" in sentence or upper) and ident.search(sentence):
+        total += w_ident
+    if ("@" in sentence or "://" in sentence) and contact.search(sentence):
+        total += w_contact
+    if (not plain or g_self.search(low)) and me.search(sentence):
+        total += w_me
+    return total
+
+
+class _DigestMemo:
+    """Values computed from a text, remembered by the text's digest (no text is kept) for the
+    texts a rolling summary brings back at every update: its own earlier lines. Bounded.
+    """
+
+    def __init__(self, limit: int = 32_768) -> None:
+        self._limit = limit
+        self._values: dict[tuple[str, bytes], float] = {}
+
+    def get(self, kind: str, text: str, compute: Callable[[str], float]) -> float:
+        key = (
+            kind,
+            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+        )
+        value = self._values.get(key)
+        if value is None:
+            if len(self._values) >= self._limit:
+                self._values.clear()
+            value = self._values[key] = compute(text)
+        return value
+
+
+_memo = _DigestMemo()
 
 
 class ExtractiveSummarizer:
@@ -175,15 +263,17 @@ class ExtractiveSummarizer:
         counter: TokenCounter,
         previous: str | None = None,
     ) -> str:
-        candidates: list[tuple[float, int, str]] = []
-        order = 0
+        # candidates as two parallel lists (a candidate's position is its order): a long cut
+        # part yields a great many, and a tuple each would double what they take
+        scores: list[float] = []
+        lines: list[str] = []
         if previous:
             for line in previous.splitlines():
                 line = line.strip()
                 if line.startswith("- "):
                     # earlier picks keep a bonus: they were already judged worth keeping
-                    candidates.append((_score(line) + 1.0, order, line))
-                    order += 1
+                    scores.append(_memo.get("score", line, _score) + 1.0)
+                    lines.append(line)
         for message in messages:
             weight = _ROLE_WEIGHT.get(message.role, 1.0)
             label = message.role if not message.name else f"{message.role}:{message.name}"
@@ -191,8 +281,8 @@ class ExtractiveSummarizer:
                 args = (
                     call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
                 )
-                candidates.append((2.5, order, f"- [{label}] called {call.name}({args})"))
-                order += 1
+                scores.append(2.5)
+                lines.append(f"- [{label}] called {call.name}({args})")
             for raw in _sentences(message):
                 sentence = " ".join(raw.split())
                 if len(sentence) < 8:
@@ -202,23 +292,26 @@ class ExtractiveSummarizer:
                 score = _score(sentence) * weight
                 if score <= 0:
                     continue
-                candidates.append((score, order, f"- [{label}] {sentence}"))
-                order += 1
-        chosen: list[tuple[int, str]] = []
+                scores.append(score)
+                lines.append(f"- [{label}] {sentence}")
+        # best first, ties in their original order (a reversed sort keeps equal keys in order)
+        ranking = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+        del scores
+        chosen: list[int] = []
         seen: set[str] = set()
         used = 0
         misses = 0
-        for score, position, line in sorted(candidates, key=lambda c: (-c[0], c[1])):
-            del score
+        for position in ranking:
+            line = lines[position]
             if line in seen:
                 continue
             # a lower bound (one token per 8 characters) skips lines that cannot fit, untokenized
             if used + len(line) // 8 + 1 > max_tokens:
                 misses += 1
             else:
-                cost = counter.count_text(line) + 1
+                cost = int(_memo.get("tokens:" + counter.name, line, counter.count_text)) + 1
                 if used + cost <= max_tokens:
-                    chosen.append((position, line))
+                    chosen.append(position)
                     seen.add(line)
                     used += cost
                     misses = 0
@@ -227,7 +320,7 @@ class ExtractiveSummarizer:
             if misses >= _MAX_MISSES or used >= max_tokens - 4:
                 break
         chosen.sort()
-        return "\n".join(line for _, line in chosen)
+        return "\n".join(lines[position] for position in chosen)
 
 
 # -- OpenAI-compatible LLM ---------------------------------------------------------------------

@@ -16,6 +16,9 @@ and CJK text, and a :class:`EstimateWarning` is issued once.
 
 Counts are cached per message and counter: on the message object itself, and by the message's
 content fingerprint, so counting a session again after one new message tokenizes only that one.
+An estimating counter keeps no counts of its own: it scales the o200k counter's cached count of
+each message (its :attr:`~BaseCounter.cache_owner`), so a calibration, which changes only the
+multiplier, re-tokenizes nothing.
 """
 
 from __future__ import annotations
@@ -104,10 +107,14 @@ class TokenCounter(Protocol):
 
 
 class BaseCounter:
-    """Message accounting and caching on top of :meth:`count_text`; subclasses count text."""
+    """Message accounting and caching on top of :meth:`count_text`; subclasses count text.
 
-    _name: str
+    A message's count is kept on the message object, as one attribute per counter name (no
+    dict per message: a long session holds many messages), and by content fingerprint.
+    """
+
     _exact: bool
+    _memo_key: str = ""
 
     def __init__(self) -> None:
         self._by_fingerprint: dict[str, int] = {}
@@ -116,11 +123,27 @@ class BaseCounter:
 
     @property
     def name(self) -> str:
-        return self._name
+        return self.__name
+
+    @property
+    def _name(self) -> str:
+        return self.__name
+
+    @_name.setter
+    def _name(self, value: str) -> None:
+        self.__name = value
+        self._memo_key = "_tokens:" + value
 
     @property
     def exact(self) -> bool:
         return self._exact
+
+    @property
+    def cache_owner(self) -> BaseCounter:
+        """The counter whose per-message counts this one's are derived from (itself here): what
+        a store should persist and prime (under the owner's name) to spare re-tokenizing.
+        """
+        return self
 
     def count_text(self, text: str) -> int:
         raise NotImplementedError
@@ -159,14 +182,12 @@ class BaseCounter:
 
     def cached(self, message: Message) -> int | None:
         """The cached count of ``message``, or ``None`` (never tokenizes)."""
-        memo = message.__dict__.get("_token_counts")
-        if memo is not None:
-            hit = memo.get(self._name)
-            if hit is not None:
-                return int(hit)
+        hit: int | None = message.__dict__.get(self._memo_key)
+        if hit is not None:
+            return hit
         hit = self._by_fingerprint.get(message.fingerprint())
         if hit is not None:
-            self._remember(message, hit)
+            message.__dict__[self._memo_key] = hit
         return hit
 
     def prime(self, counts: Mapping[Message, int]) -> None:
@@ -176,18 +197,13 @@ class BaseCounter:
             self._by_fingerprint[message.fingerprint()] = tokens
 
     def _remember(self, message: Message, tokens: int) -> None:
-        memo = message.__dict__.get("_token_counts")
-        if memo is None:
-            memo = message.__dict__["_token_counts"] = {}
-        memo[self._name] = tokens
+        message.__dict__[self._memo_key] = tokens
 
     def count_message(self, message: Message) -> int:
         """Tokens of one message, with its chat-format overhead; cached."""
-        memo = message.__dict__.get("_token_counts")
-        if memo is not None:
-            hit = memo.get(self._name)
-            if hit is not None:
-                return int(hit)
+        hit: int | None = message.__dict__.get(self._memo_key)
+        if hit is not None:
+            return hit
         fp = message.fingerprint()
         tokens = self._by_fingerprint.get(fp)
         if tokens is None:
@@ -196,7 +212,7 @@ class BaseCounter:
                 with self._lock:
                     self._by_fingerprint.clear()
             self._by_fingerprint[fp] = tokens
-        self._remember(message, tokens)
+        message.__dict__[self._memo_key] = tokens
         return tokens
 
     def count_messages(self, messages: Sequence[Message]) -> int:
@@ -279,6 +295,12 @@ class TiktokenCounter(BaseCounter):
 class EstimatingCounter(BaseCounter):
     """Estimated counts: the o200k count times ``multiplier`` (flagged ``exact=False``).
 
+    A message counts ``ceil(o200k count of the message x multiplier)``, its chat-format overhead
+    scaled too (conservative): the per-message o200k counts are the shared o200k counter's
+    cached ones (:attr:`cache_owner`), so counters for other multipliers (other families, or
+    this family after a calibration) reuse them instead of tokenizing again. Counts given to
+    :meth:`prime` are kept as this counter's own and win.
+
     Without a local o200k encoding it uses :func:`heuristic_tokens` and warns once.
 
     >>> c = EstimatingCounter("claude", 1.43)
@@ -292,6 +314,9 @@ class EstimatingCounter(BaseCounter):
             raise ValueError("multiplier must be positive")
         self._multiplier = multiplier
         self._base = _shared_tiktoken("o200k_base")
+        self._owner: BaseCounter = (
+            self._base if self._base is not None else _shared_heuristic("o200k_base")
+        )
         basis = "o200k" if self._base is not None else "chars"
         self._name = f"estimate:{family}:{basis}x{multiplier:.4f}"
         self._exact = False
@@ -301,9 +326,35 @@ class EstimatingCounter(BaseCounter):
     def multiplier(self) -> float:
         return self._multiplier
 
+    @property
+    def cache_owner(self) -> BaseCounter:
+        return self._owner
+
     def count_text(self, text: str) -> int:
         base = self._base.count_text(text) if self._base is not None else heuristic_tokens(text)
         return math.ceil(base * self._multiplier)
+
+    def _uncached_message(self, message: Message) -> int:
+        return math.ceil(self._owner.count_message(message) * self._multiplier)
+
+    def count_message(self, message: Message) -> int:
+        """``ceil(o200k count x multiplier)``, from the o200k counter's cache (or a primed
+        count)."""
+        hit: int | None = message.__dict__.get(self._memo_key)
+        if hit is not None:
+            return hit
+        if self._by_fingerprint:  # only primed counts live here
+            hit = self._by_fingerprint.get(message.fingerprint())
+            if hit is not None:
+                return hit
+        return math.ceil(self._owner.count_message(message) * self._multiplier)
+
+    def cached(self, message: Message) -> int | None:
+        own = super().cached(message)
+        if own is not None:
+            return own
+        base = self._owner.cached(message)
+        return None if base is None else math.ceil(base * self._multiplier)
 
 
 class HeuristicCounter(BaseCounter):
@@ -354,6 +405,15 @@ def _shared_tiktoken(encoding: str) -> TiktokenCounter | None:
         return _tiktoken_counters.setdefault(encoding, counter)
 
 
+def _shared_heuristic(encoding: str) -> HeuristicCounter:
+    try:
+        return _heuristic[encoding]
+    except KeyError:
+        pass
+    with _registry_lock:
+        return _heuristic.setdefault(encoding, HeuristicCounter(encoding))
+
+
 # -- calibration: persisted per model in _calibration (calibrate, calibration_factor and
 # reset_calibration are re-exported from here) ----------------------------------------
 
@@ -368,8 +428,7 @@ def counter_for(tokenizer: str, *, model: str | None = None) -> BaseCounter:
         exact = _shared_tiktoken(tokenizer)
         if exact is not None:
             return exact
-        with _registry_lock:
-            return _heuristic.setdefault(tokenizer, HeuristicCounter(tokenizer))
+        return _shared_heuristic(tokenizer)
     base = FAMILY_MULTIPLIERS.get(tokenizer, FAMILY_MULTIPLIERS["other"])
     multiplier = round(base * (calibration_factor(model) if model else 1.0), 4)
     key = (tokenizer, multiplier)

@@ -27,7 +27,7 @@ from session_migrator.store._types import (
 __all__ = ["MemoryStore"]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Stored:
     seq: int
     body: str
@@ -45,7 +45,8 @@ class _Session:
     messages: dict[str, _Stored] = field(default_factory=dict)  # insertion order = store order
     offloaded: dict[str, str] = field(default_factory=dict)
     summary: StoredSummary | None = None
-    tokens: dict[str, dict[str, int]] = field(default_factory=dict)  # message id -> counter -> n
+    # counter name -> message id -> count (a dict per counter, not one per message)
+    tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     migrations: list[MigrationRecord] = field(default_factory=list)
 
     def info(self, session_id: str) -> SessionInfo:
@@ -104,13 +105,13 @@ class MemoryStore(BaseSessionStore):
                 return [m.body for m in session.messages.values()]
             if after not in session.messages:
                 raise MessageNotFoundError(session_id, after)
+            # ``after`` is usually the newest message or close to it: walk back from the end
             bodies: list[str] = []
-            found = False
-            for mid, stored in session.messages.items():
-                if found:
-                    bodies.append(stored.body)
-                elif mid == after:
-                    found = True
+            for mid in reversed(session.messages):
+                if mid == after:
+                    break
+                bodies.append(session.messages[mid].body)
+            bodies.reverse()
             return bodies
 
     def _message_ids(self, session_id: str) -> list[str]:
@@ -128,7 +129,8 @@ class MemoryStore(BaseSessionStore):
                 if session.messages.pop(mid, None) is not None:
                     deleted += 1
                 session.offloaded.pop(mid, None)
-                session.tokens.pop(mid, None)
+                for counts in session.tokens.values():
+                    counts.pop(mid, None)
             return deleted
 
     def _offloaded_bodies(self, session_id: str, ids: Sequence[str]) -> dict[str, str]:
@@ -224,9 +226,12 @@ class MemoryStore(BaseSessionStore):
             session = self._sessions.get(session_id)
             if session is None:
                 return {}
+            counts = session.tokens.get(counter_name)
+            if not counts:
+                return {}
             out: dict[str, int] = {}
             for mid in ids:
-                n = session.tokens.get(mid, {}).get(counter_name)
+                n = counts.get(mid)
                 if n is not None:
                     out[mid] = n
             return out
@@ -238,9 +243,10 @@ class MemoryStore(BaseSessionStore):
             session = self._sessions.get(session_id)
             if session is None:
                 return
+            held = session.tokens.setdefault(counter_name, {})
             for mid, n in counts.items():
                 if mid in session.messages:
-                    session.tokens.setdefault(mid, {})[counter_name] = int(n)
+                    held[mid] = int(n)
 
     def migrations(self, session_id: str) -> list[MigrationRecord]:
         with self._lock:

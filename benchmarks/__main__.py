@@ -1,0 +1,201 @@
+"""``make bench``: every benchmark in one run, the tables printed and written for the README.
+
+- speed, memory and what each kept, this project against the frameworks' built-ins, and the
+  floors of tracker issue 7 checked on the same run (:mod:`benchmarks.speed`);
+- fact retention per strategy and budget, next to the built-ins (:mod:`benchmarks.fact_retention`);
+- the cost of one append at the 100th and the 10,000th message (:mod:`benchmarks.store_append`).
+
+A full run writes ``benchmarks/results/results.md`` and ``results.json`` (with the machine, the
+versions and the date); ``--quick`` (100 and 1,000 messages, fewer repetitions) only prints,
+unless ``--out`` is given.
+
+    python -m benchmarks [--quick] [--sizes 100,1000] [--cap 45] [--out DIR] [--strict]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks import fact_retention, speed, store_append
+
+RESULTS = Path(__file__).resolve().parent / "results"
+COMMAND = "make bench"
+PACKAGES = ("session-migrator", "tiktoken", "langchain-core", "llama-index-core")
+
+
+def _machine() -> dict[str, Any]:
+    versions: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "processor": platform.machine(),
+        "versions": versions,
+        "commit": _commit(),
+    }
+
+
+def _commit() -> str | None:
+    """The checked-out commit (with ``+changes`` when the tree differs from it), if any."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root, capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root, capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+changes" if dirty else "")
+
+
+def _floor_lines(items: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for f in items:
+        status = {True: "PASS", False: "FAIL", None: "NOT MEASURED"}[f["holds"]]
+        value = f["value"]
+        shown = "-" if value is None else f"{value:.4g}"
+        bound = (">=" if f["at_least"] else "<=") + f" {f['limit']:g}"
+        lines.append(
+            f"{status:<12} {f['floor']} [{f['row']}, {f['size']:,} messages]: {shown} ({bound})"
+        )
+    return lines
+
+
+def _store_markdown(result: dict[str, Any]) -> str:
+    lines = [
+        f"Claim: {result['claim']} ({result['messages']:,} single-message appends, median of "
+        f"the {result['window']} appends around each position).",
+        "",
+        "| backend | at 100 (µs) | at 10,000 (µs) | ratio | holds |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for name, r in result["backends"].items():
+        lines.append(
+            f"| {name} | {r['us_at_100']:,.1f} | {r['us_at_10000']:,.1f} | {r['ratio']:.2f} "
+            f"| {'yes' if r['holds'] else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The whole report as the Markdown the README quotes."""
+    m = report["machine"]
+    v = m["versions"]
+    parts = [
+        "# Benchmark results",
+        "",
+        f"Made with `{report['command']}` on {m['date'][:10]}: {m['cpus']} CPUs "
+        f"({m['processor']}), Python {m['python']}, {m['platform']}; session-migrator "
+        f"{v['session-migrator']} (commit {m['commit'] or 'unknown'}), tiktoken "
+        f"{v['tiktoken']}, langchain-core {v['langchain-core']}, llama-index-core "
+        f"{v['llama-index-core']}. The whole run took {report['seconds'] / 60:.1f} minutes.",
+    ]
+    if "speed" in report:
+        parts += [
+            "",
+            "## Speed, memory and what each kept",
+            "",
+            "The same synthetic agent conversation for everyone (mixed lengths of 20 to 2,000 "
+            "tokens, tool calls and results among them) and the same budget: a quarter of the "
+            "session's o200k tokens, exact, nothing reserved for output. One tokenizer "
+            "(tiktoken o200k_base) for all. This project's adapters use an in-memory store "
+            "(`memory://`) and their default strategy `auto`; `trim` is shown too.",
+            "",
+            speed.markdown(report["speed"]),
+            "",
+            "## Floors (tracker issue 7), measured in the same run",
+            "",
+            speed.floors_markdown(report["floors"]),
+        ]
+    if "fact_retention" in report:
+        fr = report["fact_retention"]
+        parts += [
+            "",
+            "## Fact retention",
+            "",
+            f"Share of {fr['questions']} planted facts still present in what the model is sent, "
+            "per budget (a share of the conversation's tokens); the built-ins on the same "
+            "inputs. See `benchmarks/fact_retention.py`.",
+            "",
+            fact_retention.markdown(fr),
+        ]
+    if "store_append" in report:
+        parts += ["", "## Store appends are O(1)", "", _store_markdown(report["store_append"])]
+    return "\n".join(parts) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100 and 1,000 messages, fewer runs")
+    parser.add_argument("--sizes", help="comma-separated conversation sizes (speed)")
+    parser.add_argument("--cap", type=float, help="seconds a built-in's cell may take")
+    parser.add_argument("--only", help="comma-separated speed cell keys")
+    parser.add_argument("--no-memory", action="store_true", help="skip the traced-memory runs")
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["speed", "retention", "store"], help="repeatable")  # fmt: skip
+    parser.add_argument("--out", type=Path, help="folder for results.md and results.json")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a floor fails")
+    args = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    report: dict[str, Any] = {
+        "command": COMMAND + (" BENCH_ARGS=--quick" if args.quick else ""),
+        "machine": _machine(),
+    }
+    if "speed" not in args.skip:
+        print("speed, memory and what each kept:", file=sys.stderr, flush=True)
+        report["speed"] = speed.run(
+            quick=args.quick,
+            sizes=[int(s) for s in args.sizes.split(",")] if args.sizes else None,
+            cap=args.cap,
+            only=args.only.split(",") if args.only else None,
+            memory=not args.no_memory,
+        )
+        report["floors"] = speed.floors(report["speed"])
+    if "retention" not in args.skip:
+        print("fact retention ...", file=sys.stderr, flush=True)
+        report["fact_retention"] = fact_retention.run(quick=args.quick)
+    if "store" not in args.skip:
+        print("store appends ...", file=sys.stderr, flush=True)
+        report["store_append"] = store_append.run(quick=True)
+    report["seconds"] = round(time.perf_counter() - started, 1)
+
+    text = markdown(report)
+    print(text)
+    if "floors" in report:
+        print("\n".join(_floor_lines(report["floors"])))
+    out = args.out or (None if args.quick or args.sizes or args.only else RESULTS)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.md").write_text(text, encoding="utf-8")
+        (out / "results.json").write_text(
+            json.dumps(report, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8"
+        )
+        print(f"wrote {out / 'results.md'} and {out / 'results.json'}", file=sys.stderr)
+    failed = [f for f in report.get("floors", []) if f["holds"] is False]
+    return 1 if args.strict and failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""What every cell of the speed benchmark shares: the input, the timing, the records.
+
+Every cell is a generator run in a forked child (see :mod:`benchmarks._capped`). It yields one
+``{"kind": "run", "samples": {phase: [seconds, ...]}}`` per repetition, what the first
+repetition kept (``"kept"``), for this project's adapters a probe of the read after one more
+append (``"probe"``), and the peak of traced Python memory in one extra repetition
+(``"memory"``). Each call is timed after a full garbage collection (:func:`timed`).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from session_migrator import Message, ModelWindow
+from session_migrator._rules import chat_rule_violations
+from session_migrator._tokens import TiktokenCounter
+
+__all__ = [
+    "APPENDS",
+    "WARM_READS",
+    "Cell",
+    "Context",
+    "Record",
+    "Samples",
+    "kept_record",
+    "peak",
+    "repeat",
+    "reset_counts",
+    "timed",
+]
+
+Record = dict[str, Any]
+
+
+#: Reads timed per repetition after the cold one: warm reads, and appends each followed by a read.
+WARM_READS = 5
+APPENDS = 5
+
+
+@dataclass
+class Context:
+    """One conversation size: the messages in each framework's types and the shared budget.
+
+    ``new`` holds the messages appended one at a time (``APPENDS`` timed, one more probed), in
+    core, LangChain (``lc_new``) and LlamaIndex (``li_new``) form.
+    """
+
+    size: int
+    messages: list[Message]
+    new: list[Message]
+    budget: int
+    tokens: int
+    text_bytes: int
+    runs: int
+    cap: float
+    memory: bool
+    lc: list[Any]
+    lc_new: list[Any]
+    li: list[Any]
+    li_new: list[Any]
+
+    @property
+    def window(self) -> ModelWindow:
+        return ModelWindow(
+            "bench-target",
+            "bench",
+            context_window=self.budget,
+            max_input_tokens=self.budget,
+            max_output_tokens=0,
+            tokenizer="o200k_base",
+            source="explicit",
+        )
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One row of the table: who, which strategy, and the work."""
+
+    key: str
+    method: str
+    strategy: str
+    phases: tuple[str, ...]
+    ours: bool
+    work: Callable[[Context], Iterator[Record]]
+
+
+def reset_counts() -> None:
+    """Drop the core's shared counters, so that no count is cached anywhere in the process."""
+    from session_migrator import _tokens
+
+    with _tokens._registry_lock:
+        _tokens._tiktoken_counters.clear()
+        _tokens._estimating.clear()
+        _tokens._heuristic.clear()
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    gc.collect()
+    started = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - started, value
+
+
+def kept_record(ctx: Context, kept: Sequence[Message]) -> Record:
+    counter = TiktokenCounter("o200k_base")
+    tokens = counter.count_messages(kept) if kept else 0
+    problems = chat_rule_violations(kept)
+    return {
+        "kind": "kept",
+        "messages": len(kept),
+        "tokens": tokens,
+        "over_budget": tokens > ctx.budget,
+        "violations": len(problems),
+        "first_violation": problems[0] if problems else None,
+    }
+
+
+def peak(fn: Callable[[], Any]) -> Record:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return {"kind": "memory", "peak_bytes": peak}
+
+
+Samples = dict[str, list[float]]
+One = Callable[[int], tuple[Samples, Sequence[Message] | None]]
+
+
+def repeat(ctx: Context, one: One, *, memory: Callable[[], Any] | None) -> Iterator[Record]:
+    """``ctx.runs`` repetitions (fewer once a third of the cap is used), then the traced one."""
+    started = time.perf_counter()
+    last = 0.0
+    for r in range(ctx.runs):
+        if r and time.perf_counter() - started + last > ctx.cap / 3:
+            break
+        run_started = time.perf_counter()
+        samples, kept = one(r)
+        last = time.perf_counter() - run_started
+        yield {"kind": "run", "samples": samples}
+        if r == 0 and kept is not None:
+            yield kept_record(ctx, kept)
+    # a traced run is about 3 times slower: only when asked and when it fits in the cap
+    if ctx.memory and memory is not None and time.perf_counter() - started + 4 * last < ctx.cap:
+        yield peak(memory)

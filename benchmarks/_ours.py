@@ -1,0 +1,266 @@
+"""This project's cells: the LangChain history, the LlamaIndex memory and ``migrate()``.
+
+A repetition of one of the adapters builds a new store and history holding the conversation,
+then times: the first read ("cold": new message objects, so their per-object count memo is
+empty, the core's shared counters dropped by :func:`~benchmarks._harness.reset_counts`, nothing
+in the store's count table), :data:`~benchmarks._harness.WARM_READS` reads with nothing new
+("warm"), and :data:`~benchmarks._harness.APPENDS` times one appended message followed by a
+read ("append"), the core's re-fit inside it ("refit") and the floor's yardstick for it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks._harness import (
+    APPENDS,
+    WARM_READS,
+    Context,
+    Record,
+    Samples,
+    repeat,
+    reset_counts,
+    timed,
+)
+from session_migrator import Message
+from session_migrator._tokens import BaseCounter, TiktokenCounter, counter_for
+
+__all__ = ["langchain_history", "llamaindex_memory", "migrate_cold"]
+
+
+class _Calls:
+    """Counts, while installed, the texts the core tokenizes (and their tokens) and the
+    per-message count look-ups.
+    """
+
+    def __init__(self) -> None:
+        self.texts = 0
+        self.tokens = 0
+        self.lookups = 0
+        self._saved: list[tuple[type, str, Any]] = []
+
+    def install(self) -> None:
+        calls = self
+
+        def wrap(cls: type, name: str, tokenizes: bool) -> None:
+            original = getattr(cls, name)
+
+            def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+                value = original(self, *args, **kwargs)
+                if tokenizes:
+                    calls.texts += 1
+                    calls.tokens += value
+                else:
+                    calls.lookups += 1
+                return value
+
+            self._saved.append((cls, name, original))
+            setattr(cls, name, counting)
+
+        wrap(TiktokenCounter, "count_text", tokenizes=True)
+        wrap(BaseCounter, "count_message", tokenizes=False)
+        wrap(BaseCounter, "cached", tokenizes=False)
+
+    def remove(self) -> None:
+        for cls, name, original in reversed(self._saved):
+            setattr(cls, name, original)
+        self._saved.clear()
+
+
+@dataclass
+class _Adapter:
+    """How to drive one of this project's framework adapters."""
+
+    build: Callable[[int], Any]  # a new history/memory holding the conversation
+    read: Callable[[Any], list[Any]]  # the fitted read
+    append: Callable[[Any, int], None]  # append ctx.new[k]
+    fitted: Callable[[Any], Sequence[Message]]  # the core messages of the last fit
+    to_core: Callable[[list[Any]], list[Message]]
+
+
+def _probe(ctx: Context, adapter: _Adapter, history: Any) -> Record:
+    """The read after one more new message, instrumented: how many tokens it tokenized and how
+    many per-message counts it looked up.
+    """
+    k = len(ctx.new) - 1
+    adapter.append(history, k)
+    calls = _Calls()
+    calls.install()
+    try:
+        adapter.read(history)
+    finally:
+        calls.remove()
+    kept = list(adapter.fitted(history))
+    return {
+        "kind": "probe",
+        "tokenized_texts": calls.texts,
+        "tokenized_tokens": calls.tokens,
+        "new_message_tokens": TiktokenCounter("o200k_base").count_text(ctx.new[k].text),
+        "lookups": calls.lookups,
+        "kept": len(kept),
+        "messages": ctx.size + len(ctx.new),
+    }
+
+
+class _FitTimer:
+    """Times the core's re-fit (``SessionFitter.fit``) inside an adapter's read."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def __enter__(self) -> _FitTimer:
+        from session_migrator._fitter import SessionFitter
+
+        original = SessionFitter.fit
+        seconds = self.seconds
+
+        def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                seconds.append(time.perf_counter() - started)
+
+        self._original = original
+        SessionFitter.fit = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from session_migrator._fitter import SessionFitter
+
+        SessionFitter.fit = self._original  # type: ignore[method-assign]
+
+
+def _yardstick(fresh: TiktokenCounter, new: Message, kept: list[Message]) -> float:
+    """Tokenizing ``new`` (uncached) plus one pass over the kept messages' cached counts, each
+    timed as the reads are.
+    """
+    counter = counter_for("o200k_base")
+    return (
+        timed(lambda: fresh._uncached_message(new))[0]
+        + timed(lambda: sum(counter.count_message(m) for m in kept))[0]
+    )
+
+
+def _adapter_work(ctx: Context, adapter: _Adapter) -> Iterator[Record]:
+    def one(r: int) -> tuple[Samples, Sequence[Message]]:
+        reset_counts()
+        history = adapter.build(r)
+        cold, out = timed(lambda: adapter.read(history))
+        samples: Samples = {"cold": [cold], "warm": [], "append": [], "refit": [], "yardstick": []}
+        for _ in range(WARM_READS):
+            samples["warm"].append(timed(lambda: adapter.read(history))[0])
+        fresh = TiktokenCounter("o200k_base")
+        for k in range(APPENDS):
+            adapter.append(history, k)
+            with _FitTimer() as fits:
+                samples["append"].append(timed(lambda: adapter.read(history))[0])
+            samples["refit"].append(sum(fits.seconds))
+            # the floor's yardstick for this re-fit, timed right after it the same way:
+            # tokenizing the new message, plus one pass over the kept messages' cached counts
+            samples["yardstick"].append(
+                _yardstick(fresh, ctx.new[k], list(adapter.fitted(history)))
+            )
+        if r == 0:
+            probes.append(_probe(ctx, adapter, history))
+        return samples, adapter.to_core(out)
+
+    def whole() -> None:
+        reset_counts()
+        history = adapter.build(0)
+        adapter.read(history)
+        adapter.read(history)
+        adapter.append(history, 0)
+        adapter.read(history)
+
+    probes: list[Record] = []
+    for record in repeat(ctx, one, memory=whole):
+        yield record
+        yield from probes
+        probes.clear()
+
+
+def langchain_history(strategy: str) -> Callable[[Context], Iterator[Record]]:
+    def work(ctx: Context) -> Iterator[Record]:
+        from langchain_session_migrator import FittedChatMessageHistory, messages_to_core
+
+        def build(r: int) -> FittedChatMessageHistory:
+            history = FittedChatMessageHistory(
+                f"bench-{r}",
+                model=ctx.window,
+                store="memory://",
+                strategy=strategy,
+                reserve_output=0,
+                reserve_tokens=0,
+            )
+            history.add_messages(ctx.lc)
+            return history
+
+        yield from _adapter_work(
+            ctx,
+            _Adapter(
+                build=build,
+                read=lambda h: h.messages,
+                append=lambda h, k: h.add_messages([ctx.lc_new[k]]),
+                fitted=lambda h: h._state.last.messages,
+                to_core=messages_to_core,
+            ),
+        )
+
+    return work
+
+
+def llamaindex_memory(strategy: str) -> Callable[[Context], Iterator[Record]]:
+    def work(ctx: Context) -> Iterator[Record]:
+        from llamaindex_session_migrator import SessionMigratorMemory, from_chat_messages
+
+        def build(r: int) -> SessionMigratorMemory:
+            memory = SessionMigratorMemory.from_defaults(
+                chat_store_key=f"bench-{r}",
+                store="memory://",
+                model=ctx.window,
+                strategy=strategy,
+                reserve_output=0,
+                reserve_input=0,
+            )
+            memory.put_messages(ctx.li)
+            return memory
+
+        yield from _adapter_work(
+            ctx,
+            _Adapter(
+                build=build,
+                read=lambda m: m.get(),
+                append=lambda m, k: m.put(ctx.li_new[k]),
+                fitted=lambda m: m._view[0].messages,
+                to_core=from_chat_messages,
+            ),
+        )
+
+    return work
+
+
+def migrate_cold(strategy: str) -> Callable[[Context], Iterator[Record]]:
+    def work(ctx: Context) -> Iterator[Record]:
+        from session_migrator import migrate
+
+        def one(r: int) -> tuple[Samples, Sequence[Message]]:
+            del r
+            fresh = [m.replace() for m in ctx.messages]  # new objects: empty count memos
+            reset_counts()
+            cold, result = timed(
+                lambda: migrate(fresh, ctx.window, strategy=strategy, reserve_output=0)
+            )
+            return {"cold": [cold]}, result.messages
+
+        def whole() -> None:
+            fresh = [m.replace() for m in ctx.messages]
+            reset_counts()
+            migrate(fresh, ctx.window, strategy=strategy, reserve_output=0)
+
+        yield from repeat(ctx, one, memory=whole)
+
+    return work

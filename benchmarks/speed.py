@@ -1,0 +1,483 @@
+"""Speed, memory and what was kept: this project against the frameworks' built-ins.
+
+For conversations of 100, 1,000, 5,000 and 20,000 messages (see :mod:`benchmarks._conversation`)
+and one token budget (a quarter of the session's o200k tokens, exact, nothing reserved), every
+cell of :data:`benchmarks._cells.CELLS` runs in a forked child under a time cap; the figures are
+medians of the repetitions. The floors of tracker issue 7 are checked on the results.
+
+    python -m benchmarks.speed [--quick] [--sizes 100,1000] [--cap 60] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks._capped import run_capped
+from benchmarks._cells import APPENDS, CELLS, Cell, Context
+from benchmarks._conversation import conversation, next_messages, text_bytes
+from session_migrator._tokens import TiktokenCounter
+
+__all__ = ["FLOOR_SIZE", "MEMORY_SIZE", "floors", "markdown", "run"]
+
+SIZES = (100, 1_000, 5_000, 20_000)
+QUICK_SIZES = (100, 1_000)
+#: Repetitions per size (a cell stops early once it has used a third of its cap).
+RUNS = {100: 5, 1_000: 5, 5_000: 3, 20_000: 3}
+QUICK_RUNS = {100: 3, 1_000: 2}
+#: Seconds a built-in's cell may take in all (the quadratic ChatMemoryBuffer runs out at 5,000
+#: messages); this project's cells get OURS_CAP, a guard that is not expected to bite.
+CAP = 30.0
+QUICK_CAP = 20.0
+OURS_CAP = 600.0
+FLOOR_SIZE = 5_000
+MEMORY_SIZE = 20_000
+#: The rows the adapter floors are checked on: the default strategy, then ``trim``.
+ADAPTER_ROWS = (
+    ("lc-auto", "LangChain history, auto (default)"),
+    ("li-auto", "LlamaIndex memory, auto (default)"),
+    ("lc-trim", "LangChain history, trim"),
+    ("li-trim", "LlamaIndex memory, trim"),
+)
+#: The re-fit after one new message may cost this many times its yardstick (tokenizing the new
+#: message plus one pass over the kept messages' cached counts) ...
+REFIT_LIMIT = 3.0
+#: ... look up at most this many per-message counts besides one per kept message ...
+LOOKUP_SLACK = 16
+#: ... and tokenize, besides the new message, at most this many tokens (the note on what was
+#: left out, whose message count changes).
+NOTE_TOKENS = 64
+#: The reference row for the ratios: the LangChain adapter's default read path.
+REFERENCE = "lc-auto"
+
+
+def _context(size: int, runs: int, cap: float, memory: bool) -> Context:
+    from langchain_session_migrator import messages_from_core
+    from llamaindex_session_migrator import to_chat_messages
+
+    messages = conversation(size)
+    new = next_messages(messages, APPENDS + 1)
+    tokens = TiktokenCounter("o200k_base").count_messages(messages)
+    return Context(
+        size=size,
+        messages=messages,
+        new=new,
+        budget=tokens // 4,
+        tokens=tokens,
+        text_bytes=text_bytes(messages),
+        runs=runs,
+        cap=cap,
+        memory=memory,
+        lc=messages_from_core(messages),
+        lc_new=messages_from_core(new),
+        li=to_chat_messages(messages),
+        li_new=to_chat_messages(new),
+    )
+
+
+def _summarise(cell: Cell, ctx: Context, cap: float) -> dict[str, Any]:
+    capped = run_capped(lambda: cell.work(ctx), cap)
+    runs = [r["samples"] for r in capped.records if r["kind"] == "run"]
+    out: dict[str, Any] = {
+        "runs": len(runs),
+        "seconds": round(capped.seconds, 2),
+        "median_s": {
+            phase: statistics.median(s for r in runs for s in r[phase]) for phase in runs[0]
+        }
+        if runs
+        else {},
+        "samples_s": {phase: [s for r in runs for s in r[phase]] for phase in runs[0]}
+        if runs
+        else {},
+        "over_cap_s": cap if capped.timed_out and not runs else None,
+        "error": capped.error,
+    }
+    for record in capped.records:
+        if record["kind"] in ("kept", "memory", "probe"):
+            out[record["kind"]] = {k: v for k, v in record.items() if k != "kind"}
+    return out
+
+
+def run(
+    quick: bool = False,
+    sizes: Sequence[int] | None = None,
+    cap: float | None = None,
+    only: Sequence[str] | None = None,
+    memory: bool = True,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Every cell at every size: ``{"sizes": [...], "cells": [...], "results": {...}}``.
+
+    A built-in that ran out of its cap at one size is not run at the larger ones (it is reported
+    over the cap there too, with ``"skipped": true``).
+    """
+    sizes = sorted(sizes or (QUICK_SIZES if quick else SIZES))
+    cap = cap if cap is not None else (QUICK_CAP if quick else CAP)
+    runs_for = QUICK_RUNS if quick else RUNS
+    cells = [c for c in CELLS if only is None or c.key in only]
+    results: dict[str, dict[str, Any]] = {c.key: {} for c in cells}
+    conversations: dict[str, Any] = {}
+    for size in sizes:
+        started = time.perf_counter()
+        ctx = _context(size, runs_for.get(size, 3), cap, memory)
+        conversations[str(size)] = {
+            "messages": size,
+            "tokens": ctx.tokens,
+            "budget": ctx.budget,
+            "text_bytes": ctx.text_bytes,
+            "tool_messages": sum(m.role == "tool" for m in ctx.messages),
+        }
+        for cell in cells:
+            earlier = [results[cell.key][str(s)] for s in sizes if s < size]
+            if any(e.get("over_cap_s") is not None for e in earlier):
+                results[cell.key][str(size)] = {
+                    "runs": 0,
+                    "seconds": 0.0,
+                    "median_s": {},
+                    "samples_s": {},
+                    "over_cap_s": cap,
+                    "skipped": True,
+                    "error": None,
+                }
+            else:
+                ctx.cap = OURS_CAP if cell.ours else cap
+                results[cell.key][str(size)] = _summarise(cell, ctx, ctx.cap)
+            if progress:
+                print(
+                    f"  {size:>6,} messages  {cell.key:<18} {_brief(results[cell.key][str(size)])}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        if progress:
+            print(
+                f"  {size:,} messages done in {time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    return {
+        "sizes": sizes,
+        "cap_s": cap,
+        "conversations": conversations,
+        "cells": [
+            {
+                "key": c.key,
+                "method": c.method,
+                "strategy": c.strategy,
+                "phases": list(c.phases),
+                "ours": c.ours,
+            }
+            for c in cells
+        ],
+        "results": results,
+    }
+
+
+def _brief(cell: dict[str, Any]) -> str:
+    if cell.get("error"):
+        return "ERROR " + str(cell["error"]).strip().splitlines()[-1]
+    if cell["over_cap_s"] is not None:
+        return f"over {cell['over_cap_s']:g} s"
+    return "  ".join(f"{p} {_ms(s)}" for p, s in cell["median_s"].items())
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    ms = seconds * 1000
+    if ms >= 10_000:
+        return f"{seconds:,.1f} s"
+    if ms >= 100:
+        return f"{ms:,.0f} ms"
+    if ms >= 1:
+        return f"{ms:.1f} ms"
+    return f"{ms * 1000:.0f} µs"
+
+
+# -- the floors --------------------------------------------------------------------------------
+
+
+def _t(result: dict[str, Any], key: str, size: int, phase: str) -> float | None:
+    cell = result["results"].get(key, {}).get(str(size))
+    if not cell:
+        return None
+    value = cell["median_s"].get(phase)
+    return float(value) if value is not None else None
+
+
+def floors(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The floors of issue 7, each with its measured ratio and whether it holds.
+
+    A floor that could not be measured (its size not run, a cell over its cap) is reported with
+    ``holds=None``.
+    """
+    out: list[dict[str, Any]] = []
+    sizes = result["sizes"]
+    # the floors are stated at 5,000 and 20,000 messages; a shorter run checks its largest size
+    n = FLOOR_SIZE if FLOOR_SIZE in sizes else max(sizes)
+    m = MEMORY_SIZE if MEMORY_SIZE in sizes else max(sizes)
+
+    def add(
+        name: str,
+        row: str,
+        value: float | None,
+        limit: float,
+        above: bool,
+        text: str,
+        also: bool = True,
+    ) -> None:
+        """``also``: a condition besides the ratio (false: the floor does not hold)."""
+        holds = None if value is None else (value >= limit if above else value <= limit) and also
+        out.append(
+            {
+                "floor": name,
+                "row": row,
+                "value": value,
+                "limit": limit,
+                "at_least": above,
+                "holds": holds,
+                "size": m if name.startswith("memory") else n,
+                "text": text,
+            }
+        )
+
+    raw = _t(result, "raw", n, "cold")
+    trim_tk = _t(result, "lc-trim-tiktoken", n, "cold")
+    for key, label in ADAPTER_ROWS:
+        warm = _t(result, key, n, "warm")
+        add(
+            "warm read >= 1,000x faster than trim_messages (tiktoken)",
+            label,
+            trim_tk / warm if warm and trim_tk else None,
+            1000.0,
+            True,
+            f"{n:,} messages: trim_messages(tiktoken) / warm read",
+        )
+        add(
+            "warm read < 1% of one raw tiktoken pass",
+            label,
+            warm / raw if warm and raw else None,
+            0.01,
+            False,
+            f"{n:,} messages: warm read / raw pass",
+        )
+    for key, label in (
+        ("migrate-auto", "migrate(), auto (default)"),
+        ("migrate-trim", "migrate(), trim"),
+    ):
+        cold = _t(result, key, n, "cold")
+        add(
+            "cold migrate() within 1.2x one raw tiktoken pass",
+            label,
+            cold / raw if cold and raw else None,
+            1.2,
+            False,
+            f"{n:,} messages: cold migrate() / raw pass",
+        )
+    for key, label in ADAPTER_ROWS:
+        cell = result["results"].get(key, {}).get(str(n), {})
+        probe = cell.get("probe")
+        refits = cell.get("samples_s", {}).get("refit")
+        yardsticks = cell.get("samples_s", {}).get("yardstick")
+        name = "re-fit after one new message ~ its tokenization + one pass over kept counts"
+        if probe is None or not refits or not yardsticks:
+            add(name + ": work", label, None, LOOKUP_SLACK, False, "not measured")
+            add(name + ": time", label, None, REFIT_LIMIT, False, "not measured")
+            continue
+        # the work, exactly: nothing tokenized but the new message (and the library's one-line
+        # note), one count looked up per kept message (plus a few)
+        only_new = probe["tokenized_tokens"] <= probe["new_message_tokens"] + NOTE_TOKENS
+        extra = probe["lookups"] - probe["kept"]
+        add(
+            name + ": work",
+            label,
+            extra,
+            LOOKUP_SLACK,
+            False,
+            f"{n:,} messages, after one more append: tokenized {probe['tokenized_tokens']:,} "
+            f"tokens in {probe['tokenized_texts']} text(s) (the new message has "
+            f"{probe['new_message_tokens']:,}); looked up {probe['lookups']:,} per-message "
+            f"counts for {probe['kept']:,} kept of {probe['messages']:,} messages "
+            "(measured: look-ups beyond one per kept message)",
+            also=only_new,
+        )
+        # the time: each timed re-fit against its yardstick, timed right after it
+        ratios = [a / b for a, b in zip(refits, yardsticks, strict=True) if b > 0]
+        add(
+            name + ": time",
+            label,
+            statistics.median(ratios),
+            REFIT_LIMIT,
+            False,
+            f"{n:,} messages: the core re-fit inside the read after an append (median "
+            f"{_ms(statistics.median(refits))}; the whole read "
+            f"{_ms(_t(result, key, n, 'append'))}) / (tokenizing that message + one pass over "
+            f"the kept messages' cached counts: median {_ms(statistics.median(yardsticks))}), "
+            "the median of the ratios",
+        )
+    for key, label in ADAPTER_ROWS:
+        cell = result["results"].get(key, {}).get(str(m), {})
+        peak = cell.get("memory", {}).get("peak_bytes")
+        size = result["conversations"].get(str(m), {}).get("text_bytes")
+        add(
+            "memory within 3x the conversation's text",
+            label,
+            peak / size if peak and size else None,
+            3.0,
+            False,
+            f"{m:,} messages: peak traced memory (store, history, cold + warm + append reads) "
+            "/ UTF-8 bytes of the text",
+        )
+    return out
+
+
+# -- the tables --------------------------------------------------------------------------------
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The speed table, the kept/memory table and the floors, in Markdown."""
+    sizes = result["sizes"]
+    conv = result["conversations"]
+    lines = [
+        "| conversation | " + " | ".join(f"{s:,} msgs" for s in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+        "| tokens (o200k) | " + " | ".join(f"{conv[str(s)]['tokens']:,}" for s in sizes) + " |",
+        "| budget (a quarter) | " + " | ".join(f"{conv[str(s)]['budget']:,}" for s in sizes) + " |",
+        "| text (UTF-8) | "
+        + " | ".join(f"{conv[str(s)]['text_bytes'] / 1e6:.1f} MB" for s in sizes)
+        + " |",
+        "",
+        f"Median time per call; in brackets the ratio to this project's default read path "
+        f"(the LangChain history, `auto`) in the same phase (a built-in is stateless: every "
+        f"call is a cold call). Cap: {result['cap_s']:g} s per cell.",
+        "",
+        "| method | strategy | phase | " + " | ".join(f"{s:,}" for s in sizes) + " |",
+        "|---|---|---|" + "---:|" * len(sizes),
+    ]
+    for cell in result["cells"]:
+        for phase in cell["phases"]:
+            row = [cell["method"], cell["strategy"], phase]
+            for s in sizes:
+                row.append(_cell_text(result, cell["key"], s, phase))
+            lines.append("| " + " | ".join(row) + " |")
+    lines += [
+        "",
+        "Phases: *cold* is the first read (nothing cached: new message objects, the shared "
+        "counters dropped, a new store); *warm* the same history read again with nothing new; "
+        "*append* a read right after one new message; *refit* the core's re-fit inside that "
+        "read (`SessionFitter.fit`), the rest of it being the adapter's hand-out. Each call is "
+        "timed after a full garbage collection.",
+        "",
+        "¹ one repetition: the cap left no time for more. ² not run: over the cap at a smaller "
+        "size already.",
+        "",
+        "What each kept (first call; tokens counted with o200k in the chat format, the budget is "
+        "a quarter of the session), whether the result is over the budget or breaks a chat rule "
+        "(an orphan tool result, a call without its result, not starting with a user message), "
+        "and the peak of traced Python memory (for this project's adapters: the store, the "
+        "history and the three reads).",
+        "",
+        "| method | strategy | "
+        + " | ".join(f"{s:,}: kept msgs / tokens / peak" for s in sizes)
+        + " |",
+        "|---|---|" + "---:|" * len(sizes),
+    ]
+    for cell in result["cells"]:
+        row = [cell["method"], cell["strategy"]]
+        for s in sizes:
+            row.append(_kept_text(result["results"][cell["key"]].get(str(s), {})))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _cell_text(result: dict[str, Any], key: str, size: int, phase: str) -> str:
+    cell = result["results"][key].get(str(size))
+    if not cell:
+        return "-"
+    if cell.get("error"):
+        return "error"
+    if cell["over_cap_s"] is not None:
+        return f"over {cell['over_cap_s']:g} s" + (" ²" if cell.get("skipped") else "")
+    value = cell["median_s"].get(phase)
+    ref_phase = phase if phase in ("warm", "append", "refit") else "cold"
+    ref = _t(result, REFERENCE, size, ref_phase)
+    text = _ms(value)
+    if key != REFERENCE and value and ref:
+        ratio = value / ref
+        text += f" (×{ratio:,.0f})" if ratio >= 10 else f" (×{ratio:.2g})"
+    if cell["runs"] == 1:
+        text += " ¹"
+    return text
+
+
+def _kept_text(cell: dict[str, Any]) -> str:
+    if not cell:
+        return "-"
+    kept = cell.get("kept")
+    if kept is None:
+        return "over cap" if cell.get("over_cap_s") is not None else "-"
+    flags = []
+    if kept["over_budget"]:
+        flags.append("over budget")
+    if kept["violations"]:
+        flags.append(f"{kept['violations']} rule breaks")
+    peak = cell.get("memory", {}).get("peak_bytes")
+    text = f"{kept['messages']:,} / {kept['tokens']:,} / " + (
+        f"{peak / 1e6:.1f} MB" if peak is not None else "-"
+    )
+    return text + (f" ({', '.join(flags)})" if flags else "")
+
+
+def floors_markdown(items: list[dict[str, Any]]) -> str:
+    lines = [
+        "| floor | row | messages | measured | limit | holds |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for f in items:
+        value = f["value"]
+        measured = "-" if value is None else _num(value)
+        limit = ("≥ " if f["at_least"] else "≤ ") + _num(f["limit"])
+        holds = {True: "PASS", False: "FAIL", None: "not measured"}[f["holds"]]
+        lines.append(
+            f"| {f['floor']} | {f['row']} | {f['size']:,} | {measured} | {limit} | {holds} |"
+        )
+    return "\n".join(lines)
+
+
+def _num(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.4f}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100 and 1,000 messages, fewer runs")
+    parser.add_argument("--sizes", help="comma-separated conversation sizes")
+    parser.add_argument("--cap", type=float, help="seconds per cell")
+    parser.add_argument("--only", help="comma-separated cell keys")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    result = run(
+        quick=args.quick,
+        sizes=[int(s) for s in args.sizes.split(",")] if args.sizes else None,
+        cap=args.cap,
+        only=args.only.split(",") if args.only else None,
+    )
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(markdown(result))
+    print()
+    print(floors_markdown(floors(result)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
