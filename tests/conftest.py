@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -129,6 +131,29 @@ def postgres_url() -> Iterator[str]:
     yield f"{POSTGRES_URL}?schema={schema}"
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+# -- the runnable examples -------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.fixture
+def run_example(tmp_path: Path) -> Callable[[str], str]:
+    """Run ``examples/NAME`` as a user would (its own process, warnings as errors, state in a
+    temp dir) and return what it printed; a non-zero exit fails the test with its stderr.
+    """
+
+    def run(name: str) -> str:
+        env = {**os.environ, "SESSION_MIGRATOR_HOME": str(tmp_path / "home")}
+        result = subprocess.run(
+            [sys.executable, "-W", "error", str(EXAMPLES / name)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    return run
 
 
 def pytest_report_header() -> list[str]:

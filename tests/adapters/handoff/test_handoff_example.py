@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-
 
 @pytest.mark.slow
-def test_handoff_example(tmp_path: Path) -> None:
-    env = {**os.environ, "SESSION_MIGRATOR_HOME": str(tmp_path / "home")}
-    result = subprocess.run(
-        [sys.executable, "-W", "error", str(ROOT / "examples" / "handoff.py")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+def test_handoff_example(run_example: Callable[[str], str]) -> None:
+    out = run_example("handoff.py")
     assert "compressed" in out
     assert "valid chat with tool pairs: True" in out
     assert "intact (ids, tool calls, results): True" in out
