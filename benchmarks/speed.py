@@ -131,6 +131,7 @@ def run(
             "budget": ctx.budget,
             "text_bytes": ctx.text_bytes,
             "tool_messages": sum(m.role == "tool" for m in ctx.messages),
+            "append_roles": [m.role for m in ctx.new[:APPENDS]],
         }
         for cell in cells:
             earlier = [results[cell.key][str(s)] for s in sizes if s < size]
@@ -305,20 +306,30 @@ def floors(result: dict[str, Any]) -> list[dict[str, Any]]:
             "(measured: look-ups beyond one per kept message)",
             also=only_new,
         )
-        # the time: each timed re-fit against its yardstick, timed right after it
-        ratios = [a / b for a, b in zip(refits, yardsticks, strict=True) if b > 0]
-        add(
-            name + ": time",
-            label,
-            statistics.median(ratios),
-            REFIT_LIMIT,
-            False,
-            f"{n:,} messages: the core re-fit inside the read after an append (median "
-            f"{_ms(statistics.median(refits))}; the whole read "
-            f"{_ms(_t(result, key, n, 'append'))}) / (tokenizing that message + one pass over "
-            f"the kept messages' cached counts: median {_ms(statistics.median(yardsticks))}), "
-            "the median of the ratios",
-        )
+        # the time: each timed re-fit against its yardstick, timed right after it; apart for
+        # the new user messages (a new question: recall ranks the cut turns again) and the
+        # others
+        roles = result["conversations"][str(n)].get("append_roles") or []
+        for which, label_suffix in (("user", "a user message"), ("other", "another message")):
+            pairs = [
+                (a, b)
+                for j, (a, b) in enumerate(zip(refits, yardsticks, strict=True))
+                if b > 0 and roles and (roles[j % len(roles)] == "user") == (which == "user")
+            ]
+            if not pairs:
+                continue
+            ratios = [a / b for a, b in pairs]
+            add(
+                f"{name}: time, after {label_suffix}",
+                label,
+                statistics.median(ratios),
+                REFIT_LIMIT,
+                False,
+                f"{n:,} messages, after {label_suffix}: the core re-fit inside the read (median "
+                f"{_ms(statistics.median(a for a, _ in pairs))}) / (tokenizing that message + "
+                "one pass over the kept messages' cached counts: median "
+                f"{_ms(statistics.median(b for _, b in pairs))}), the median of the ratios",
+            )
     for key, label in ADAPTER_ROWS:
         cell = result["results"].get(key, {}).get(str(m), {})
         peak = cell.get("memory", {}).get("peak_bytes")

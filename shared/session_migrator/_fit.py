@@ -66,6 +66,14 @@ class Layout:
     message comes before the first unit (so that, with no broken message, the messages of units
     ``[a, b)`` are one contiguous slice). ``cache`` is state a strategy may keep from one fit of
     a growing conversation to the next (a :class:`Ledger`'s; ``None``: nothing is kept).
+
+    ``slack`` (a :class:`Ledger`'s): the share of the room for the newest turns that a cut leaves
+    free, so that the next messages fit without cutting again (see :class:`Ledger`).
+
+    ``counted_from``: the messages before this index that are not system messages were not
+    counted (their entries in ``costs`` and in their units' costs are 0): a cold migration counts
+    the newest messages only until they are over the budget. Only the newest units are read by
+    cost; whoever needs a cut unit's cost counts its messages (:meth:`unit_cost`).
     """
 
     system: list[int]
@@ -76,11 +84,19 @@ class Layout:
     units_cost: int = 0
     system_first: bool = True
     cache: dict[str, Any] | None = None
+    counted_from: int = 0
+    slack: float = 0.0
 
     @property
     def contiguous(self) -> bool:
         """Whether the messages of any run of consecutive units are one slice."""
         return self.system_first and not self.broken
+
+    def unit_cost(self, unit: Unit, messages: Sequence[Message], counter: TokenCounter) -> int:
+        """The unit's cost, counting its messages if they were not counted."""
+        if unit.indices[0] >= self.counted_from:
+            return unit.cost
+        return sum(counter.count_message(messages[i]) for i in unit.indices)
 
 
 class Ledger:
@@ -91,10 +107,20 @@ class Ledger:
     :meth:`layout` is the current :class:`Layout` without walking the conversation again, an
     assistant tool call whose results have not all come yet being reported broken for now (as
     :func:`build_units` does). Not thread-safe: its owner serialises access.
+
+    With a ``slack`` (a share, e.g. ``0.05``), a fit that has to cut leaves that share of the room
+    for the newest turns free, and the next fits keep the same cut (the same summary, the same
+    older turns) for as long as the new messages fit in what is left: a re-fit then reads only
+    the kept messages' counts, and the prompt's head stays the same from one call to the next
+    (which keeps a provider's prompt cache warm). ``0`` re-cuts at every fit, as
+    :func:`~session_migrator.migrate` does.
     """
 
-    def __init__(self, count: Callable[[Message], int]) -> None:
+    def __init__(self, count: Callable[[Message], int], *, slack: float = 0.0) -> None:
+        if not 0.0 <= slack < 0.5:
+            raise ValueError(f"slack must be a share in [0, 0.5), not {slack!r}")
         self._count = count
+        self.slack = slack
         self.messages: list[Message] = []
         self.costs: list[int] = []
         self.ids: list[str] = []
@@ -178,6 +204,7 @@ class Ledger:
             self._units_cost,
             self._system_first,
             self.cache,
+            slack=self.slack,
         )
 
 

@@ -39,7 +39,10 @@ from session_migrator._windows import ModelWindow
 if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
 
-__all__ = ["SessionFitter"]
+__all__ = ["DEFAULT_SLACK", "SessionFitter"]
+
+#: The share of the room for the newest turns a cut leaves free (see ``SessionFitter``).
+DEFAULT_SLACK = 0.05
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ class SessionFitter:
     ``auto``, ``trim``, ``summarize``, ``recall`` or a compressor; ``summarizer`` is used by
     ``summarize``/``auto``/``recall``. Thread-safe.
 
+    ``slack``: when the conversation no longer fits, the cut leaves this share of the room for
+    the newest turns free, and later fits keep that cut (the same summary, the same head of the
+    prompt, which keeps a provider's prompt cache warm) while the new messages fit in it; the
+    recalled turns follow each new question. A re-fit after a message then reads only the kept
+    messages' counts. ``0`` cuts afresh at every fit, exactly as :func:`migrate` would.
+
     >>> from session_migrator import Message
     >>> fitter = SessionFitter("demo", store="memory://")
     >>> fitter.append([Message("user", "hello")])
@@ -78,6 +87,7 @@ class SessionFitter:
         reserve_output: int | None = None,
         workspace: str = "default",
         metadata: dict[str, Any] | None = None,
+        slack: float = DEFAULT_SLACK,
     ) -> None:
         from session_migrator.store import open_store
 
@@ -90,6 +100,9 @@ class SessionFitter:
         self.reserve_output = reserve_output
         self.workspace = workspace
         self.metadata = metadata
+        if not 0.0 <= slack < 0.5:
+            raise ValueError(f"slack must be a share in [0, 0.5), not {slack!r}")
+        self.slack = slack
         self._lock = threading.RLock()
         self._messages: list[Message] = []
         self._ids: set[str] = set()
@@ -234,7 +247,7 @@ class SessionFitter:
             or len(held[1]) > len(messages)
             or (len(held[1]) and held[1].messages[-1] is not messages[len(held[1]) - 1])
         ):
-            held = (counter, Ledger(counter.count_message))
+            held = (counter, Ledger(counter.count_message, slack=self.slack))
             self._ledger = held
         ledger = held[1]
         new = messages[len(ledger) :]

@@ -6,17 +6,25 @@ by comparing two models' windows: a small session moves to a smaller model untou
 
 from __future__ import annotations
 
+import copy
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from session_migrator._fit import Ledger, build_units
+from session_migrator._fit import Layout, Ledger, build_units
 from session_migrator._messages import Message, Session, as_messages
 from session_migrator._strategies import Compressor, _Strategy, get_strategy, latest_user_text
 from session_migrator._summarizers import Summarizer, Summary
-from session_migrator._tokens import REPLY_PRIMING, TokenCounter, counter_for
+from session_migrator._tokens import (
+    REPLY_PRIMING,
+    EstimatingCounter,
+    HeuristicCounter,
+    TiktokenCounter,
+    TokenCounter,
+    counter_for,
+)
 from session_migrator._windows import Budget, ModelWindow
 
 __all__ = ["MigrationReport", "MigrationResult", "Plan", "migrate", "plan", "resolve_target"]
@@ -107,12 +115,17 @@ def _plan(
 
 @dataclass
 class MigrationReport:
-    """What a migration decided and did. ``to_dict()`` is JSON-serialisable."""
+    """What a migration decided and did. ``to_dict()`` is JSON-serialisable.
+
+    ``tokens_before`` is the whole session's count. A cold migration that compresses counts
+    only the newest messages (until they are over the budget); the rest are counted the first
+    time ``tokens_before`` is read, so a caller who never reads it never pays for it.
+    """
 
     target: str
     decision: Literal["fits", "compressed"]
     strategy: str
-    tokens_before: int
+    _tokens_before: int | None = field(repr=False)
     tokens_after: int
     budget: int
     context_window: int
@@ -133,9 +146,35 @@ class MigrationReport:
     fallbacks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    _count_before: Callable[[], int] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tokens_before(self) -> int:
+        """The whole session's token count (with the reply priming)."""
+        if self._tokens_before is None:
+            assert self._count_before is not None
+            self._tokens_before = self._count_before()
+            self._count_before = None
+        return self._tokens_before
+
+    @tokens_before.setter
+    def tokens_before(self, value: int) -> None:
+        self._tokens_before, self._count_before = value, None
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return f"MigrationReport(tokens_before={self.tokens_before!r}, {shown})"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "_count_before":
+                continue
+            if f.name == "_tokens_before":
+                out["tokens_before"] = self.tokens_before
+            else:
+                out[f.name] = copy.deepcopy(getattr(self, f.name))
+        return out
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
@@ -238,20 +277,31 @@ def _migrate(
     started = time.perf_counter()
     window = resolve_target(target)
     counter = counter or default_counter(window)
+    compressor = get_strategy(strategy, summarizer=summarizer)
     # count first: an online counter learns only while counting whether it fell back to estimates
     costs: list[int] | None = None
+    counted_from = 0
     if ledger is not None:
         tokens = REPLY_PRIMING + ledger.total  # counted by the ledger, one message at a time
+    elif isinstance(compressor, _Strategy) and isinstance(counter, _LOCAL_COUNTERS):
+        # a local counter's exactness is known before counting: count the newest messages only
+        # until they are over the budget (the strategy reads no older count)
+        limit = Budget.for_window(
+            window,
+            exact=counter.exact,
+            reserve_output=reserve_output,
+            extra_reserved=extra_reserved,
+        ).tokens
+        costs, counted_from, tokens = _count_newest(messages, counter, limit)
     else:
         costs = [counter.count_message(m) for m in messages]
         tokens = REPLY_PRIMING + sum(costs)
     decision = _plan(window, counter, tokens, reserve_output, extra_reserved)
-    compressor = get_strategy(strategy, summarizer=summarizer)
     report = MigrationReport(
         target=window.name,
         decision="fits",
         strategy=compressor.name,
-        tokens_before=decision.tokens,
+        _tokens_before=decision.tokens if not counted_from else None,
         tokens_after=decision.tokens,
         budget=decision.budget.tokens,
         context_window=window.context_window,
@@ -264,6 +314,7 @@ def _migrate(
         messages_before=len(messages),
         messages_after=len(messages),
         source_model=source_model,
+        _count_before=(lambda: counter.count_messages(messages)) if counted_from else None,
     )
     if decision.fits:
         report.seconds = time.perf_counter() - started
@@ -277,7 +328,9 @@ def _migrate(
             counter,
             query,
             previous_summary=previous_summary,
-            layout=ledger.layout() if ledger is not None else build_units(messages, costs or []),
+            layout=ledger.layout()
+            if ledger is not None
+            else _layout(messages, costs, counted_from),
         )
     else:
         result = compressor.compress(
@@ -297,3 +350,41 @@ def _migrate(
     report.notes = list(result.notes)
     report.seconds = time.perf_counter() - started
     return MigrationResult(list(result.messages), report, result.summary)
+
+
+_LOCAL_COUNTERS = (TiktokenCounter, EstimatingCounter, HeuristicCounter)
+
+
+def _count_newest(
+    messages: Sequence[Message], counter: TokenCounter, limit: int
+) -> tuple[list[int], int, int]:
+    """Count the system messages, and the newest others until the count is over ``limit`` and
+    a user message (a turn's start) is reached.
+
+    Returns the costs (0 for the messages not counted), the index from which every message is
+    counted, and the count (a lower bound of the session's when that index is not 0: enough to
+    know that the session does not fit).
+    """
+    costs = [0] * len(messages)
+    total = REPLY_PRIMING
+    for i, m in enumerate(messages):
+        if m.role == "system":  # pinned: always counted
+            costs[i] = cost = counter.count_message(m)
+            total += cost
+    over = False
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.role != "system":
+            costs[i] = cost = counter.count_message(m)
+            total += cost
+            over = over or total > limit
+            # go on to the start of the turn: the fit reads the units from there
+            if over and m.role == "user":
+                return costs, i, total
+    return costs, 0, total
+
+
+def _layout(messages: Sequence[Message], costs: list[int] | None, counted_from: int) -> Layout:
+    layout = build_units(messages, costs or [])
+    layout.counted_from = counted_from
+    return layout

@@ -32,27 +32,72 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
+#: A long question is searched by this many of its words, the rarest in the documents: bm25
+#: gives common words little weight anyway, and each word's postings cost time.
+MAX_QUERY_TERMS = 16
+_TOKENIZER = "porter unicode61"
+_RANK = "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid DESC"
+
+
+def _open(con: sqlite3.Connection) -> None:
+    """The (contentless) document table, its vocabulary, and a scratch table that stems words."""
+    con.execute(f"CREATE VIRTUAL TABLE docs USING fts5(body, content='', tokenize='{_TOKENIZER}')")
+    con.execute("CREATE VIRTUAL TABLE docs_vocab USING fts5vocab(docs, 'row')")
+    con.execute(f"CREATE VIRTUAL TABLE words USING fts5(body, tokenize='{_TOKENIZER}')")
+    con.execute("CREATE VIRTUAL TABLE words_vocab USING fts5vocab(words, 'instance')")
+
+
+def _match(con: sqlite3.Connection, terms: list[str]) -> str:
+    """The MATCH expression for ``terms``: all of them, or the :data:`MAX_QUERY_TERMS` rarest in
+    the documents (by how many documents hold their stems; ties to the earlier word).
+    """
+    if len(terms) > MAX_QUERY_TERMS:
+        con.execute("DELETE FROM words")
+        con.executemany(
+            "INSERT INTO words(rowid, body) VALUES (?, ?)",
+            ((k + 1, t) for k, t in enumerate(terms)),
+        )
+        stems: dict[str, list[int]] = {}
+        for stem, doc in con.execute("SELECT term, doc FROM words_vocab"):
+            stems.setdefault(stem, []).append(int(doc) - 1)
+        held = dict(
+            con.execute(
+                f"SELECT term, doc FROM docs_vocab WHERE term IN ({', '.join('?' * len(stems))})",
+                list(stems),
+            ).fetchall()
+        )
+        rarity = [0] * len(terms)
+        for stem, positions in stems.items():
+            for k in positions:
+                rarity[k] = max(rarity[k], int(held.get(stem, 0)))
+        # words found in no document match nothing: they cannot make a document relevant
+        found = [k for k in range(len(terms)) if rarity[k] > 0]
+        found.sort(key=lambda k: (rarity[k], k))
+        terms = [terms[k] for k in sorted(found[:MAX_QUERY_TERMS])]
+        if not terms:
+            return ""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
 def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, float]]:
     """Indices of ``documents`` matching ``query``, most relevant first, with bm25 scores.
 
     Scores are negated bm25 (higher is better); ties go to the later document. Documents with no
-    query word are left out. Porter stemming and Unicode folding apply.
+    query word are left out. Porter stemming and Unicode folding apply. A question of more than
+    :data:`MAX_QUERY_TERMS` words is searched by its rarest ones.
     """
     terms = query_terms(query)
     if not terms or not documents:
         return []
-    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
     con = sqlite3.connect(":memory:")
     try:
-        con.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='porter unicode61')")
+        _open(con)
         con.executemany(
             "INSERT INTO docs(rowid, body) VALUES (?, ?)",
             ((i + 1, text) for i, text in enumerate(documents)),
         )
-        rows = con.execute(
-            "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid DESC",
-            (match,),
-        ).fetchall()
+        match = _match(con, terms)
+        rows = con.execute(_RANK, (match,)).fetchall() if match else []
     finally:
         con.close()
     return [(int(rowid) - 1, -float(score)) for rowid, score in rows]
@@ -75,9 +120,7 @@ class RelevanceIndex(Generic[_Doc]):
     def __init__(self, text: Callable[[_Doc], str]) -> None:
         self._text = text
         self._con = sqlite3.connect(":memory:", check_same_thread=False)
-        self._con.execute(
-            "CREATE VIRTUAL TABLE docs USING fts5(body, content='', tokenize='porter unicode61')"
-        )
+        _open(self._con)
         self._docs: dict[int, _Doc] = {}
         self._ranked: tuple[str, list[tuple[int, float]]] | None = None  # the last ranking
 
@@ -119,11 +162,8 @@ class RelevanceIndex(Generic[_Doc]):
         terms = query_terms(query)
         if not terms or not self._docs:
             return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        rows = self._con.execute(
-            "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid DESC",
-            (match,),
-        ).fetchall()
+        match = _match(self._con, terms)
+        rows = self._con.execute(_RANK, (match,)).fetchall() if match else []
         ranked = [(int(rowid) - 1, -float(score)) for rowid, score in rows]
         self._ranked = (query, ranked)
         return list(ranked)

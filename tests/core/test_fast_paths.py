@@ -3,11 +3,14 @@
 - the extractive summarizer's literal pre-checks skip only patterns that cannot match;
 - the kept full-text index ranks as a fresh one over the same documents;
 - a re-fit from a :class:`Ledger` kept up to date message by message equals a fit from scratch;
-- an estimating counter's counts survive a calibration without re-tokenizing.
+- an estimating counter's counts survive a calibration without re-tokenizing;
+- a cold migration that counts only the newest messages gives what counting them all gives;
+- a fitter with slack keeps its cut while the new messages fit, and every fit keeps the rules.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -17,6 +20,7 @@ from hypothesis import strategies as st
 from session_migrator import BudgetError, Message, SessionFitter, ToolCall, migrate
 from session_migrator._fit import Ledger, build_units
 from session_migrator._recall import RelevanceIndex, rank_by_relevance
+from session_migrator._rules import chat_rule_violations
 from session_migrator._summarizers import _score, _score_all
 from session_migrator._tokens import EstimatingCounter, TiktokenCounter, calibrate, counter_for
 from session_migrator._windows import ModelWindow
@@ -91,7 +95,9 @@ def test_a_ledger_refit_equals_a_fit_from_scratch(seed: int, strategy: str) -> N
     messages = _conversation(rng, 60)
     counter = TiktokenCounter()
     ledger = Ledger(counter.count_message)
-    fitter = SessionFitter(f"s{seed}", store="memory://", strategy=strategy, reserve_output=0)
+    fitter = SessionFitter(
+        f"s{seed}", store="memory://", strategy=strategy, reserve_output=0, slack=0.0
+    )
     budget = rng.randint(150, 900)
     window = ModelWindow("w", "p", budget, budget, 0, "o200k_base", "explicit")
     start = rng.randint(10, 50)
@@ -129,6 +135,56 @@ def test_a_ledger_refit_equals_a_fit_from_scratch(seed: int, strategy: str) -> N
             ledger.extend([messages[k]])
 
 
+class _Proxy:
+    """A counter the core does not know as local: a migration counts every message with it."""
+
+    def __init__(self, inner: TiktokenCounter) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.exact = inner.exact
+        self.count_text = inner.count_text
+        self.count_message = inner.count_message
+        self.count_messages = inner.count_messages
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.sampled_from(["trim", "auto", "recall", "summarize"]),
+)
+def test_counting_only_the_newest_messages_changes_nothing(seed: int, strategy: str) -> None:
+    rng = random.Random(seed)
+    messages = _conversation(rng, rng.randint(2, 90))
+    budget = rng.randint(120, 2500)
+    window = ModelWindow("w", "p", budget, budget, 0, "o200k_base", "explicit")
+    eager = _Proxy(TiktokenCounter())
+    counter = TiktokenCounter()  # its own cache, and new message objects: nothing counted yet
+    fresh = [m.replace() for m in messages]
+    try:
+        want = migrate(messages, window, strategy=strategy, reserve_output=0, counter=eager)
+    except BudgetError:
+        with pytest.raises(BudgetError):
+            migrate(fresh, window, strategy=strategy, reserve_output=0, counter=counter)
+        return
+    got = migrate(fresh, window, strategy=strategy, reserve_output=0, counter=counter)
+    assert [m.id for m in got.messages] == [m.id for m in want.messages]
+    assert [m.text for m in got.messages] == [m.text for m in want.messages]
+    plain = build_units(messages, [eager.count_message(m) for m in messages])
+    if strategy == "trim" and want.report.decision == "compressed" and not plain.broken:
+        # a trim counts the newest messages until they are over the budget, to a turn's start
+        # (a turn here is under 400 tokens), and nothing older (with broken messages among
+        # the newest it may count them all: they take room no unit accounts for)
+        counted = [m for m in fresh if counter._memo_key in m.__dict__ and m.role != "system"]
+        assert sum(eager.count_message(m) for m in counted) <= budget + 400
+        assert counted == fresh[len(fresh) - len(counted) :] or any(
+            m.role == "system" for m in fresh[1:]
+        )
+    a, b = got.report.to_dict(), want.report.to_dict()
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b  # tokens_before counted on demand: the whole session's count
+    assert got.report.tokens_before == eager.count_messages(messages)
+
+
 def test_a_calibration_keeps_the_per_message_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
     original = TiktokenCounter.count_text
@@ -152,3 +208,84 @@ def test_a_calibration_keeps_the_per_message_counts(monkeypatch: pytest.MonkeyPa
     assert all(b > a for a, b in zip(first, second, strict=True))
     assert seen == []  # nothing tokenized again
     assert [after.cached(m) for m in messages] == second
+
+
+def _check_fit(messages: list[Message], got: object, budget: int) -> None:
+    from session_migrator import MigrationResult
+
+    assert isinstance(got, MigrationResult)
+    report = got.report
+    counter = TiktokenCounter()
+    total = counter.count_messages(got.messages)
+    assert total <= budget
+    assert report.tokens_after == total
+    if report.decision == "fits":  # moved as is (a call still waiting for results included)
+        assert [m.id for m in got.messages] == [m.id for m in messages]
+        return
+    assert chat_rule_violations(got.messages) == []
+    newest_user = next(m.id for m in reversed(messages) if m.role == "user")
+    assert newest_user in {m.id for m in got.messages}
+    ids = {m.id for m in messages}
+    kept = {m.id for m in got.messages if m.id in ids}
+    recalled = set(report.recalled_ids)
+    assert recalled <= kept
+    buckets = [kept - recalled, set(report.dropped_ids), set(report.summarized_ids), recalled]
+    for mid in ids:
+        assert sum(mid in b for b in buckets) == 1, f"{mid} is not accounted for once"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32 - 1), st.sampled_from(["trim", "auto", "recall"]))
+def test_a_fitter_with_slack_keeps_its_cut_and_the_rules(seed: int, strategy: str) -> None:
+    rng = random.Random(seed)
+    messages = _conversation(rng, 90)
+    budget = rng.randint(400, 1200)
+    window = ModelWindow("w", "p", budget, budget, 0, "o200k_base", "explicit")
+    fitter = SessionFitter(
+        f"k{seed}", store="memory://", strategy=strategy, reserve_output=0, slack=0.2
+    )
+    fitter.append(messages[:30])
+    heads: list[tuple[str, ...]] = []
+    for k in range(30, len(messages) + 1):
+        try:
+            got = fitter.fit(window)
+        except BudgetError:
+            return
+        _check_fit(messages[:k], got, budget)
+        if got.report.decision == "compressed":
+            # the head: the system messages and the summary or note
+            heads.append(tuple(m.id for m in got.messages if m.role == "system"))
+        if k < len(messages):
+            fitter.append([messages[k]])
+    counter = TiktokenCounter()
+    plain = build_units(messages, [counter.count_message(m) for m in messages])
+    if len(heads) >= 20 and plain.contiguous:
+        # most fits keep the head of the one before (a cut is made only when out of room; a
+        # system message amid the turns, or a call never answered, takes the general path)
+        same = sum(a == b for a, b in itertools.pairwise(heads))
+        assert same >= len(heads) // 2
+
+
+def test_a_kept_cut_still_recalls_for_each_new_question() -> None:
+    fitter = SessionFitter("q", store="memory://", strategy="auto", reserve_output=0, slack=0.3)
+    filler = "We went over the release notes and the staging checks in detail again. " * 6
+    log = [Message("system", "You help with errands.", id="sys")]
+    log += [
+        Message("user", "Remember: the locker code is 4417.", id="fact-u"),
+        Message("assistant", "Noted, the locker code is 4417.", id="fact-a"),
+    ]
+    for k in range(40):
+        log += [Message("user", f"Step {k}. {filler}", id=f"u{k}")]
+        log += [Message("assistant", f"Done with step {k}. {filler}", id=f"a{k}")]
+    fitter.append(log)
+    window = ModelWindow("w", "p", 1500, 1500, 0, "o200k_base", "explicit")
+    first = fitter.fit(window)
+    assert first.report.decision == "compressed"
+    assert "fact-u" not in first.report.recalled_ids
+    head = [m.id for m in first.messages if m.role == "system"]
+    fitter.append([Message("user", "What is the locker code?", id="ask")])
+    second = fitter.fit(window)
+    assert [m.id for m in second.messages if m.role == "system"] == head  # the same cut
+    assert "fact-u" in second.report.recalled_ids
+    assert any("4417" in m.text for m in second.messages)
+    _check_fit([*log, Message("user", "What is the locker code?", id="ask")], second, 1500)
