@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from session_migrator._errors import BudgetError, SummarizerError
 from session_migrator._fit import (
     Layout,
-    Unit,
     build_units,
     fit_recent,
     stable_id,
@@ -22,7 +21,9 @@ from session_migrator._fit import (
     truncate_text,
 )
 from session_migrator._messages import MARKER_KEY, Message
-from session_migrator._recall import RelevanceIndex, rank_by_relevance
+from session_migrator._recall import recall_turns
+from session_migrator._result import CompressionResult, broken_note, latest_user_text
+from session_migrator._steady import Steady, again
 from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
 from session_migrator._tokens import REPLY_PRIMING, TokenCounter
 
@@ -30,30 +31,6 @@ from session_migrator._tokens import REPLY_PRIMING, TokenCounter
 MIN_CONVERSATION_TOKENS = 24
 _ELLIPSIS = "[...]"
 _PREVIEW_CHARS = 120
-
-
-@dataclass(frozen=True)
-class CompressionResult:
-    """What a strategy kept, and what it did to the rest (ids of the input messages)."""
-
-    messages: list[Message]
-    dropped_ids: list[str] = field(default_factory=list)
-    summarized_ids: list[str] = field(default_factory=list)
-    recalled_ids: list[str] = field(default_factory=list)
-    truncated_ids: list[str] = field(default_factory=list)
-    summary: Summary | None = None
-    fallbacks: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    #: what ``messages`` cost by the counter the strategy was given (``None``: not counted)
-    tokens: int | None = None
-
-
-def latest_user_text(messages: Sequence[Message]) -> str:
-    """The text of the newest user message ('' if there is none)."""
-    for m in reversed(messages):
-        if m.role == "user" and m.marker is None:
-            return m.text
-    return ""
 
 
 @dataclass
@@ -85,7 +62,7 @@ class _Engine:
             # messages among them, or one huge turn): count the rest
             layout = build_units(messages, [counter.count_message(m) for m in messages])
         if layout.broken:
-            notes.append(_broken_note(len(layout.broken)))
+            notes.append(broken_note(len(layout.broken)))
         if layout.units_cost <= available:
             kept = [messages[i] for u in layout.units for i in u.indices]
             return self._result(
@@ -97,10 +74,10 @@ class _Engine:
         keep = layout.slack > 0 and layout.cache is not None and not system_truncated
         if keep and layout.cache is not None:
             held = layout.cache.get("steady")
-            if isinstance(held, _Steady) and held.key == steady_key:
-                again = self._again(held, messages, layout, system_cost, budget, counter, query)
-                if again is not None:
-                    return again
+            if isinstance(held, Steady) and held.key == steady_key:
+                reused = again(self, held, messages, layout, system_cost, budget, counter, query)
+                if reused is not None:
+                    return reused
 
         extra_room = self._extras_reserve(available)
         reserve = int((available - extra_room) * layout.slack) if keep else 0
@@ -133,7 +110,7 @@ class _Engine:
             recall_room = room - max(
                 note_room, int(available * self.summary_share) if self.summarizer else note_room
             )
-            recalled, recalled_at, recalled_cost = self._recall(
+            recalled, recalled_at, recalled_cost = recall_turns(
                 messages,
                 layout,
                 recent.cut,
@@ -191,7 +168,7 @@ class _Engine:
             and not recent.truncated_ids
             and recent.cut == (range(recent.first_unit),)
         ):
-            layout.cache["steady"] = _Steady(
+            layout.cache["steady"] = Steady(
                 steady_key,
                 recent.first_unit,
                 layout.units[recent.first_unit].indices[0],
@@ -207,90 +184,6 @@ class _Engine:
                 recalled_cost,
                 result,
             )
-        return result
-
-    def _again(
-        self,
-        held: _Steady,
-        messages: Sequence[Message],
-        layout: Layout,
-        system_cost: int,
-        budget: int,
-        counter: TokenCounter,
-        query: str,
-    ) -> CompressionResult | None:
-        """The last cut again, with the messages that came since (``None``: they do not fit).
-
-        Reads the kept units' counts once; recalls again only for a new question (or when the
-        room left for the recalled turns shrank below what they take).
-        """
-        units = layout.units
-        first = held.first_unit
-        if (
-            first >= len(units)
-            or units[first].indices[0] != held.first_index
-            or not layout.system_first
-        ):
-            return None
-        stop = len(messages)
-        if layout.broken:
-            # only the newest tool call, still waiting for its results, may be left out here
-            stop = layout.broken[0]
-            if stop <= units[-1].indices[-1]:
-                return None
-        recent_cost = 0
-        for k in range(first, len(units)):
-            recent_cost += units[k].cost
-        room = budget - REPLY_PRIMING - system_cost - recent_cost - held.lead_cost
-        recalled, recalled_at = held.recalled, held.recalled_at
-        recalled_cost = held.recalled_cost
-        if self.recall and (query != held.query or recalled_cost > room):
-            recalled, recalled_at, recalled_cost = self._recall(
-                messages,
-                layout,
-                (range(first),),
-                min(room, held.recall_room),
-                counter,
-                query,
-                incremental=True,
-            )
-        if recalled_cost > room:
-            return None
-        recent = list(messages[held.first_index : stop])
-        lead = [held.lead] if held.lead is not None else []
-        last = held.result
-        notes = list(last.notes)
-        if recalled is held.recalled:
-            dropped, summarized, recalled_ids = (
-                last.dropped_ids,
-                last.summarized_ids,
-                last.recalled_ids,
-            )
-        else:
-            left_out = _without(layout.ids, held.span, recalled_at)
-            summarized = left_out if held.summary is not None else []
-            dropped = [] if held.summary is not None else left_out
-            recalled_ids = [m.id for m in recalled]
-        if stop < len(messages):
-            dropped = [*dropped, *layout.ids[stop:]]
-            notes.append(_broken_note(len(messages) - stop))
-        total = REPLY_PRIMING + system_cost + held.lead_cost + recalled_cost + recent_cost
-        if total > budget:  # pragma: no cover - guarded above; a bug if reached
-            raise AssertionError(f"{self.name} produced {total} tokens for a budget of {budget}")
-        result = CompressionResult(
-            messages=held.system + lead + recalled + recent,
-            dropped_ids=dropped,
-            summarized_ids=summarized,
-            recalled_ids=recalled_ids,
-            truncated_ids=[],
-            summary=held.summary,
-            fallbacks=list(last.fallbacks),
-            notes=notes,
-            tokens=total,
-        )
-        if recalled is not held.recalled and stop == len(messages):
-            held.query, held.recalled, held.recalled_at = query, recalled, recalled_at
-            held.recalled_cost, held.result = recalled_cost, result
         return result
 
     # -- pieces ------------------------------------------------------------------------------
@@ -350,92 +243,6 @@ class _Engine:
                 truncated.append(m.id)
             out.append(new)
         return out, truncated
-
-    def _recall(
-        self,
-        messages: Sequence[Message],
-        layout: Layout,
-        cut: tuple[range, ...],
-        room: int,
-        counter: TokenCounter,
-        query: str,
-        incremental: bool = False,
-    ) -> tuple[list[Message], list[int], int]:
-        """The cut turns most relevant to ``query`` that fit in ``room``, in their order, their
-        positions in ``messages``, and what they cost.
-
-        With ``incremental`` (the cut part is one run of units, a prefix of a growing
-        conversation) the full-text index is kept in ``layout.cache`` and only newly cut turns
-        are indexed; the ranking is the same as from a fresh index.
-        """
-        if room <= 0 or not query.strip():
-            return [], [], 0
-        turns: list[list[Unit]]
-        kept_turns = layout.cache.get("recall-turns") if incremental and layout.cache else None
-        if isinstance(kept_turns, tuple) and kept_turns[0] == cut:
-            turns = kept_turns[1]  # the same cut as last time: the same turns, already indexed
-            fresh_cut = False
-        else:
-            turns = _cut_turns(layout, cut)
-            fresh_cut = True
-            if incremental and layout.cache is not None:
-                layout.cache["recall-turns"] = (cut, turns)
-
-        def document(turn: list[Unit]) -> str:
-            return "\n".join(
-                " ".join(
-                    [messages[i].text]
-                    + [c.name + " " + c.arguments for c in messages[i].tool_calls]
-                )
-                for u in turn
-                for i in u.indices
-            )
-
-        ranked: list[tuple[int, float]]
-        if incremental and layout.cache is not None:
-            index = layout.cache.get("recall")
-            if not isinstance(index, RelevanceIndex):
-                index = layout.cache["recall"] = RelevanceIndex(document)
-                fresh_cut = True
-            by_key = layout.cache.get("recall-keys")
-            if fresh_cut or not isinstance(by_key, dict):
-                by_key = {t[0].indices[0]: k for k, t in enumerate(turns)}
-                layout.cache["recall-keys"] = by_key
-                index.sync({key: turns[k] for key, k in by_key.items()})
-            ranked = [(by_key[key], score) for key, score in index.rank(query)]
-        else:
-            ranked = rank_by_relevance([document(t) for t in turns], query)
-        chosen: list[tuple[int, list[int]]] = []
-        used = 0
-
-        def cost_of(unit: Unit) -> int:
-            return layout.unit_cost(unit, messages, counter)
-
-        # the cut turns of a cold migration were not counted: counting them all to find the
-        # smallest would cost what was spared (a turn is counted when its rank comes)
-        smallest = 1 if layout.counted_from else min((t[0].cost for t in turns), default=0)
-        for index_, _score in ranked:
-            if room - used < smallest:
-                break  # not even the smallest turn's question fits any more
-            turn = turns[index_]
-            if cost_of(turn[0]) > room - used:
-                continue  # neither the turn nor its compact form (which starts with it) fits
-            take = turn
-            cost = sum(cost_of(u) for u in turn)
-            if used + cost > room:
-                # compact form: the question and the last plain answer of that turn
-                answer = next(
-                    (u for u in reversed(turn[1:]) if not messages[u.indices[0]].tool_calls), None
-                )
-                take = [turn[0]] + ([answer] if answer else [])
-                cost = sum(cost_of(u) for u in take)
-                if used + cost > room:
-                    continue
-            chosen.append((turn[0].indices[0], [i for u in take for i in u.indices]))
-            used += cost
-        chosen.sort(key=lambda item: item[0])
-        at = [i for _, positions in chosen for i in positions]
-        return [messages[i] for i in at], at, used
 
     def _note(self, covered: list[Message], room: int, counter: TokenCounter) -> Message | None:
         oldest = next((m for m in covered if m.text.strip()), covered[0])
@@ -593,65 +400,6 @@ class _Engine:
             fallbacks=fallbacks,
             notes=notes,
         )
-
-
-@dataclass
-class _Steady:
-    """A cut kept from one fit of a growing conversation to the next (see ``Ledger``'s slack):
-    what stays the same (the system messages, the summary or note, the cut slice ``span``) and
-    the recalled turns for ``query``.
-    """
-
-    key: tuple[object, ...]
-    first_unit: int
-    first_index: int
-    system: list[Message]
-    lead: Message | None
-    lead_cost: int
-    summary: Summary | None
-    span: tuple[int, int]
-    recall_room: int
-    query: str
-    recalled: list[Message]
-    recalled_at: list[int]
-    recalled_cost: int
-    result: CompressionResult
-
-
-def _broken_note(count: int) -> str:
-    return (
-        f"left out {count} message(s) with broken tool pairing "
-        "(a result without its call or a call without its result)"
-    )
-
-
-def _cut_turns(layout: Layout, cut: tuple[range, ...]) -> list[list[Unit]]:
-    """The whole turns among the cut units: a cut unit continues the turn of the cut unit right
-    before it; units whose turn start is kept (or that follow a kept unit) cannot be recalled,
-    since recalled turns go before the newest ones.
-    """
-    turns: list[list[Unit]] = []
-    previous = -2
-    for r in cut:
-        for k in r:
-            unit = layout.units[k]
-            if unit.starts_turn or k != previous + 1 or not turns:
-                turns.append([unit])
-            else:
-                turns[-1].append(unit)
-            previous = k
-    return [t for t in turns if t[0].starts_turn]
-
-
-def _without(ids: Sequence[str], span: tuple[int, int], positions: list[int]) -> list[str]:
-    """``ids[span[0]:span[1]]`` less the (increasing) ``positions``."""
-    out: list[str] = []
-    start = span[0]
-    for i in positions:
-        out.extend(ids[start:i])
-        start = i + 1
-    out.extend(ids[start : span[1]])
-    return out
 
 
 def _newest_counted_enough(layout: Layout, budget: int) -> bool:

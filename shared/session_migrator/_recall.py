@@ -1,6 +1,7 @@
 """Full-text relevance ranking with SQLite FTS5 (bm25), from the standard library.
 
-Used by the ``recall`` strategy to bring back the cut turns that matter for the current question.
+Used by the ``recall`` strategy to bring back the cut turns that matter for the current question:
+:func:`recall_turns` ranks the whole cut turns and takes the best that fit, in their order.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["RelevanceIndex", "rank_by_relevance"]
+from session_migrator._fit import Layout, Unit
+from session_migrator._messages import Message
+from session_migrator._tokens import TokenCounter
+
+__all__ = ["RelevanceIndex", "rank_by_relevance", "recall_turns"]
 
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
 _STOP = frozenset(
@@ -47,32 +52,51 @@ def _open(con: sqlite3.Connection) -> None:
     con.execute("CREATE VIRTUAL TABLE words_vocab USING fts5vocab(words, 'instance')")
 
 
-def _match(con: sqlite3.Connection, terms: list[str]) -> str:
+class _Rarity:
+    """How many documents hold each word's stems, remembered between questions: a word's stems
+    for good, the counts until the documents change (:meth:`forget_counts`).
+    """
+
+    def __init__(self) -> None:
+        self.stems: dict[str, tuple[str, ...]] = {}
+        self.counts: dict[str, int] = {}
+
+    def forget_counts(self) -> None:
+        self.counts.clear()
+
+    def of(self, con: sqlite3.Connection, terms: list[str]) -> list[int]:
+        """Per term, the most documents any of its stems is in (0: in none)."""
+        new = [t for t in terms if t not in self.stems]
+        if new:
+            con.execute("DELETE FROM words")
+            con.executemany(
+                "INSERT INTO words(rowid, body) VALUES (?, ?)",
+                ((k + 1, t) for k, t in enumerate(new)),
+            )
+            found: dict[str, list[str]] = {t: [] for t in new}
+            for stem, doc in con.execute("SELECT term, doc FROM words_vocab"):
+                found[new[int(doc) - 1]].append(stem)
+            self.stems.update((t, tuple(dict.fromkeys(v))) for t, v in found.items())
+        wanted = list(
+            dict.fromkeys(s for t in terms for s in self.stems[t] if s not in self.counts)
+        )
+        if wanted:
+            marks = ", ".join("?" * len(wanted))
+            rows = con.execute(f"SELECT term, doc FROM docs_vocab WHERE term IN ({marks})", wanted)
+            counts = dict(rows.fetchall())
+            self.counts.update((s, int(counts.get(s, 0))) for s in wanted)
+        return [max((self.counts[s] for s in self.stems[t]), default=0) for t in terms]
+
+
+def _match(con: sqlite3.Connection, terms: list[str], rarity: _Rarity) -> str:
     """The MATCH expression for ``terms``: all of them, or the :data:`MAX_QUERY_TERMS` rarest in
     the documents (by how many documents hold their stems; ties to the earlier word).
     """
     if len(terms) > MAX_QUERY_TERMS:
-        con.execute("DELETE FROM words")
-        con.executemany(
-            "INSERT INTO words(rowid, body) VALUES (?, ?)",
-            ((k + 1, t) for k, t in enumerate(terms)),
-        )
-        stems: dict[str, list[int]] = {}
-        for stem, doc in con.execute("SELECT term, doc FROM words_vocab"):
-            stems.setdefault(stem, []).append(int(doc) - 1)
-        held = dict(
-            con.execute(
-                f"SELECT term, doc FROM docs_vocab WHERE term IN ({', '.join('?' * len(stems))})",
-                list(stems),
-            ).fetchall()
-        )
-        rarity = [0] * len(terms)
-        for stem, positions in stems.items():
-            for k in positions:
-                rarity[k] = max(rarity[k], int(held.get(stem, 0)))
+        held = rarity.of(con, terms)
         # words found in no document match nothing: they cannot make a document relevant
-        found = [k for k in range(len(terms)) if rarity[k] > 0]
-        found.sort(key=lambda k: (rarity[k], k))
+        found = [k for k in range(len(terms)) if held[k] > 0]
+        found.sort(key=lambda k: (held[k], k))
         terms = [terms[k] for k in sorted(found[:MAX_QUERY_TERMS])]
         if not terms:
             return ""
@@ -96,7 +120,7 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
             "INSERT INTO docs(rowid, body) VALUES (?, ?)",
             ((i + 1, text) for i, text in enumerate(documents)),
         )
-        match = _match(con, terms)
+        match = _match(con, terms, _Rarity())
         rows = con.execute(_RANK, (match,)).fetchall() if match else []
     finally:
         con.close()
@@ -123,6 +147,7 @@ class RelevanceIndex(Generic[_Doc]):
         _open(self._con)
         self._docs: dict[int, _Doc] = {}
         self._ranked: tuple[str, list[tuple[int, float]]] | None = None  # the last ranking
+        self._rarity = _Rarity()
 
     def keys(self) -> list[int]:
         """The keys of the documents held, in increasing order."""
@@ -137,6 +162,7 @@ class RelevanceIndex(Generic[_Doc]):
         new = [k for k in documents if k not in held]
         if gone or new:
             self._ranked = None
+            self._rarity.forget_counts()
         if gone:
             # a contentless table forgets a row given the text it was indexed with
             self._con.executemany(
@@ -162,7 +188,7 @@ class RelevanceIndex(Generic[_Doc]):
         terms = query_terms(query)
         if not terms or not self._docs:
             return []
-        match = _match(self._con, terms)
+        match = _match(self._con, terms, self._rarity)
         rows = self._con.execute(_RANK, (match,)).fetchall() if match else []
         ranked = [(int(rowid) - 1, -float(score)) for rowid, score in rows]
         self._ranked = (query, ranked)
@@ -170,3 +196,109 @@ class RelevanceIndex(Generic[_Doc]):
 
     def close(self) -> None:
         self._con.close()
+
+
+# -- choosing the cut turns to bring back ---------------------------------------------------
+
+
+def recall_turns(
+    messages: Sequence[Message],
+    layout: Layout,
+    cut: tuple[range, ...],
+    room: int,
+    counter: TokenCounter,
+    query: str,
+    incremental: bool = False,
+) -> tuple[list[Message], list[int], int]:
+    """The cut turns most relevant to ``query`` that fit in ``room``, in their order, their
+    positions in ``messages``, and what they cost.
+
+    With ``incremental`` (the cut part is one run of units, a prefix of a growing
+    conversation) the full-text index is kept in ``layout.cache`` and only newly cut turns
+    are indexed; the ranking is the same as from a fresh index.
+    """
+    if room <= 0 or not query.strip():
+        return [], [], 0
+    turns: list[list[Unit]]
+    kept_turns = layout.cache.get("recall-turns") if incremental and layout.cache else None
+    if isinstance(kept_turns, tuple) and kept_turns[0] == cut:
+        turns = kept_turns[1]  # the same cut as last time: the same turns, already indexed
+        fresh_cut = False
+    else:
+        turns = _cut_turns(layout, cut)
+        fresh_cut = True
+        if incremental and layout.cache is not None:
+            layout.cache["recall-turns"] = (cut, turns)
+
+    def document(turn: list[Unit]) -> str:
+        return "\n".join(
+            " ".join(
+                [messages[i].text] + [c.name + " " + c.arguments for c in messages[i].tool_calls]
+            )
+            for u in turn
+            for i in u.indices
+        )
+
+    ranked: list[tuple[int, float]]
+    if incremental and layout.cache is not None:
+        index = layout.cache.get("recall")
+        if not isinstance(index, RelevanceIndex):
+            index = layout.cache["recall"] = RelevanceIndex(document)
+            fresh_cut = True
+        by_key = layout.cache.get("recall-keys")
+        if fresh_cut or not isinstance(by_key, dict):
+            by_key = {t[0].indices[0]: k for k, t in enumerate(turns)}
+            layout.cache["recall-keys"] = by_key
+            index.sync({key: turns[k] for key, k in by_key.items()})
+        ranked = [(by_key[key], score) for key, score in index.rank(query)]
+    else:
+        ranked = rank_by_relevance([document(t) for t in turns], query)
+    chosen: list[tuple[int, list[int]]] = []
+    used = 0
+
+    def cost_of(unit: Unit) -> int:
+        return layout.unit_cost(unit, messages, counter)
+
+    # the cut turns of a cold migration were not counted: counting them all to find the
+    # smallest would cost what was spared (a turn is counted when its rank comes)
+    smallest = 1 if layout.counted_from else min((t[0].cost for t in turns), default=0)
+    for index_, _score in ranked:
+        if room - used < smallest:
+            break  # not even the smallest turn's question fits any more
+        turn = turns[index_]
+        if cost_of(turn[0]) > room - used:
+            continue  # neither the turn nor its compact form (which starts with it) fits
+        take = turn
+        cost = sum(cost_of(u) for u in turn)
+        if used + cost > room:
+            # compact form: the question and the last plain answer of that turn
+            answer = next(
+                (u for u in reversed(turn[1:]) if not messages[u.indices[0]].tool_calls), None
+            )
+            take = [turn[0]] + ([answer] if answer else [])
+            cost = sum(cost_of(u) for u in take)
+            if used + cost > room:
+                continue
+        chosen.append((turn[0].indices[0], [i for u in take for i in u.indices]))
+        used += cost
+    chosen.sort(key=lambda item: item[0])
+    at = [i for _, positions in chosen for i in positions]
+    return [messages[i] for i in at], at, used
+
+
+def _cut_turns(layout: Layout, cut: tuple[range, ...]) -> list[list[Unit]]:
+    """The whole turns among the cut units: a cut unit continues the turn of the cut unit right
+    before it; units whose turn start is kept (or that follow a kept unit) cannot be recalled,
+    since recalled turns go before the newest ones.
+    """
+    turns: list[list[Unit]] = []
+    previous = -2
+    for r in cut:
+        for k in r:
+            unit = layout.units[k]
+            if unit.starts_turn or k != previous + 1 or not turns:
+                turns.append([unit])
+            else:
+                turns[-1].append(unit)
+            previous = k
+    return [t for t in turns if t[0].starts_turn]
