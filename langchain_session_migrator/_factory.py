@@ -22,7 +22,7 @@ from langchain_session_migrator._history import (
 )
 from langchain_session_migrator._models import model_map, window_for
 from session_migrator import ModelWindow
-from session_migrator._fitter import SessionFitter
+from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._strategies import Compressor
 from session_migrator._summarizers import Summarizer
 
@@ -85,6 +85,7 @@ class FittedHistoryFactory:
         watcher: ModelWatcher | None = None,
         workspace: str = "default",
         max_sessions: int = 256,
+        slack: float = DEFAULT_SLACK,
     ) -> None:
         from session_migrator.store import open_store
 
@@ -98,6 +99,7 @@ class FittedHistoryFactory:
         self.reserve_tokens = reserve_tokens
         self.workspace = workspace
         self.max_sessions = max_sessions
+        self.slack = slack
         self.watcher = watcher or ModelWatcher(session_key=session_key)
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
@@ -186,6 +188,7 @@ class FittedHistoryFactory:
                     summarizer=self.summarizer,
                     reserve_output=self.reserve_output,
                     workspace=self.workspace,
+                    slack=self.slack,
                 )
                 state = self._sessions[session_id] = _SessionState(fitter)
             self._sessions.move_to_end(session_id)

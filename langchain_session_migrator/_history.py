@@ -18,7 +18,7 @@ from langchain_session_migrator._convert import message_from_core, message_to_co
 from langchain_session_migrator._models import window_for
 from langchain_session_migrator._summarizer import LangChainSummarizer
 from session_migrator import Budget, Message, ModelWindow, UnknownModelError
-from session_migrator._fitter import SessionFitter
+from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._migrate import MigrationReport, MigrationResult, default_counter
 from session_migrator._strategies import Compressor
 from session_migrator._summarizers import Summarizer
@@ -101,7 +101,10 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
     (wrapped in :class:`LangChainSummarizer`). ``reserve_output`` overrides the output tokens
     held back. ``reserve_tokens`` is the room kept for the prompt around the history; by default
     it is what the watcher measured on the session's last run (rounded up to 64 tokens, at most
-    half the budget), and before any run 10% of the budget, at most 1,024 tokens.
+    half the budget), and before any run 10% of the budget, at most 1,024 tokens. ``slack``
+    (default 5%) is the share of the room a cut leaves free so that the next turns fit without
+    cutting again: the head of the prompt (system messages, summary) stays the same from call to
+    call, which keeps a provider's prompt cache warm; ``0`` cuts afresh at every read.
 
     >>> history = FittedChatMessageHistory("demo", model="gpt-4o-mini", store="memory://")
     >>> history.add_user_message("Hi, I'm Ada.")
@@ -129,6 +132,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         watcher: ModelWatcher | None = None,
         workspace: str = "default",
         metadata: dict[str, Any] | None = None,
+        slack: float = DEFAULT_SLACK,
     ) -> None:
         super().__init__()
         fitter = SessionFitter(
@@ -139,6 +143,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             reserve_output=reserve_output,
             workspace=workspace,
             metadata=metadata,
+            slack=slack,
         )
         self._setup(session_id, _SessionState(fitter), watcher, reserve_tokens, None)
         self._owns_store = store is None or isinstance(store, str)

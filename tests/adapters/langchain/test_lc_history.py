@@ -99,6 +99,41 @@ def test_switching_models_compresses_and_gives_everything_back(
     assert moves == [(None, "gpt-4o"), ("gpt-4o", "gpt-4o-mini"), ("gpt-4o-mini", "gpt-4o")]
 
 
+@pytest.mark.parametrize("strategy", ["trim", "auto"])
+def test_the_cut_is_kept_while_new_turns_fit_unless_slack_is_zero(
+    strategy: str, kit: Any, tokenizations: list[str], make_history: Any
+) -> None:
+    small = kit.make_model("gpt-4o-mini", 3_000, 200)
+    steady = make_history("a", model=small, store="memory://", strategy=strategy)
+    fresh = make_history("b", model=small, store="memory://", strategy=strategy, slack=0.0)
+    budget, counter = kit.budget_of(small)
+    for history in (steady, fresh):
+        _fill(history, kit, 40)
+    heads: dict[str, list[str | None]] = {"a": [], "b": []}
+    for k in range(6):
+        for history in (steady, fresh):
+            fitted = history.messages
+            assert kit.tokens_sent(fitted, counter) <= budget - history.reserved_tokens(
+                window_for(small)
+            )
+            kit.assert_paired(fitted)
+            assert fitted[-1] == history.full_messages[-1]
+            heads[history.session_id].append(fitted[1].id)  # the summary or note on the cut
+            new = HumanMessage(f"One more short question, number {k}?", id=f"{k}-q")
+            history.add_messages([new, AIMessage(f"Short answer {k}.", id=f"{k}-a")])
+    # with slack the head stays the same (nothing more is cut while the new turns fit) ...
+    assert len(set(heads["a"])) == 1
+    # ... and a re-fit tokenizes only the new messages
+    assert steady.messages[1].id == heads["a"][0]
+    tokenizations.clear()
+    last = f"And a last one, for {strategy}?"  # a text no counter has seen
+    steady.add_messages([HumanMessage(last, id="last")])
+    assert steady.messages[-1].content == last
+    assert tokenizations == [last]
+    # without slack every read cuts afresh: the oldest kept turns make room for the new ones
+    assert len(set(heads["b"])) > 1
+
+
 def test_ids_are_assigned_and_appends_are_idempotent(store_url: str, make_history: Any) -> None:
     history = make_history("s", model="gpt-4o", store=store_url)
     history.add_messages([HumanMessage("no id"), AIMessage("with id", id="a1")])
