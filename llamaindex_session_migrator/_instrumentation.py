@@ -4,7 +4,10 @@ LlamaIndex emits ``LLMChatStartEvent`` before every chat call, with ``model_dict
 ``to_payload()``: class name plus its metadata) and the ``messages`` sent. A memory only cares
 about the calls that carried its own fitted history, so each registered listener is asked
 whether the event's messages contain what it handed out; the first that claims the event
-records the model. Listeners are held weakly: a memory that is gone stops listening.
+records the model. Claims by identity (the very objects a memory handed out) are asked for
+first, from every listener, before claims by equality (engines that format the history into new
+messages): two memories whose conversations end alike cannot take each other's calls.
+Listeners are held weakly: a memory that is gone stops listening.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ __all__ = ["ModelListener", "listen", "unlisten"]
 
 
 class ModelListener(Protocol):
-    """Told about every chat call; returns whether the call carried its messages."""
+    """Told about every chat call; returns whether the call carried its messages: the very
+    objects it handed out (``exact``), or else equal ones."""
 
-    def on_chat_start(self, messages: list[Any], model_dict: dict[str, Any]) -> bool: ...
+    def on_chat_start(
+        self, messages: list[Any], model_dict: dict[str, Any], exact: bool
+    ) -> bool: ...
 
 
 class _ModelWatcher(BaseEventHandler):
@@ -38,9 +44,10 @@ class _ModelWatcher(BaseEventHandler):
             return
         with _lock:
             listeners = list(_listeners)
-        for listener in listeners:
-            if listener.on_chat_start(event.messages, event.model_dict):
-                return
+        for exact in (True, False):
+            for listener in listeners:
+                if listener.on_chat_start(event.messages, event.model_dict, exact):
+                    return
 
 
 _lock = threading.Lock()

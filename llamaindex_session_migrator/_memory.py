@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple, cast
 
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import PrivateAttr, model_validator
 from llama_index.core.llms import LLM
 from llama_index.core.memory import ChatMemoryBuffer
@@ -44,10 +45,17 @@ _NO_CAP = 2**31 - 1
 _set = object.__setattr__
 
 
+def _private(model: Any) -> dict[str, Any]:
+    """A pydantic model's private attributes, for the read path: ``self._x`` goes through
+    pydantic's ``__getattr__`` (microseconds per read), which a warm ``get`` would pay a dozen
+    times, more than the rest of the read. Writing here is what pydantic's setter does.
+    """
+    return cast(dict[str, Any], model.__pydantic_private__)
+
+
 def _shallow(model: Any) -> Any:
     """``model.model_copy()`` without its per-call overhead (pydantic v2's ``__copy__``: a new
     instance with copies of ``__dict__``, the fields set, the extra and the private values).
-    A fitted read hands out a copy of every kept message, so this is the read's inner loop.
     """
     cls = model.__class__
     new = cls.__new__(cls)
@@ -61,14 +69,46 @@ def _shallow(model: Any) -> Any:
 
 
 def _copy(message: ChatMessage) -> ChatMessage:
-    """A copy callers may change (engines edit the last message's text block in place): a new
-    message with copies of its blocks and of its ``additional_kwargs``.
+    """A copy callers may edit the way LlamaIndex does: a new message with its own ``blocks``
+    list, new block objects and its own ``additional_kwargs`` (their values are shared).
     """
     new: ChatMessage = _shallow(message)
     fields = new.__dict__
     fields["blocks"] = [_shallow(b) for b in message.blocks]
     fields["additional_kwargs"] = dict(message.additional_kwargs)
     return new
+
+
+def _edited_positions(messages: Sequence[ChatMessage]) -> tuple[int, ...]:
+    """Where in a history LlamaIndex edits messages in place: the last message (agents with a
+    state rewrite its text: ``BaseWorkflowAgent.setup_agent``, ``AgentWorkflow.setup_agent``;
+    output parsers when the first is not a system message), the first when it is a system
+    message (output parsers; ``Memory`` prepends its blocks) and the latest user message
+    (``Memory`` prepends its blocks).
+    """
+    if not messages:
+        return ()
+    last = len(messages) - 1
+    at = {last}
+    if messages[0].role == MessageRole.SYSTEM:
+        at.add(0)
+    for i in range(last, -1, -1):
+        if messages[i].role == MessageRole.USER:
+            at.add(i)
+            break
+    return tuple(sorted(at))
+
+
+class _View(NamedTuple):
+    """One fit as it is handed out, built once per fit and reused by every read of it."""
+
+    result: MigrationResult
+    #: one ``ChatMessage`` per kept message, shared by every read (the conversion cache's)
+    templates: list[ChatMessage]
+    #: the positions handed out as fresh copies on every read (see :func:`_edited_positions`)
+    fresh: tuple[int, ...]
+    #: ``id()`` of every template: the instrumentation listener's test for "our history"
+    ids: frozenset[int]
 
 
 class _PromptTokenizer:
@@ -93,9 +133,9 @@ class _Listener:
     def __init__(self, memory: SessionMigratorMemory) -> None:
         self._memory = weakref.ref(memory)
 
-    def on_chat_start(self, messages: list[Any], model_dict: dict[str, Any]) -> bool:
+    def on_chat_start(self, messages: list[Any], model_dict: dict[str, Any], exact: bool) -> bool:
         memory = self._memory()
-        return memory._observe(messages, model_dict) if memory is not None else False
+        return memory._observe(messages, model_dict, exact) if memory is not None else False
 
 
 class SessionMigratorMemory(ChatMemoryBuffer):
@@ -118,8 +158,16 @@ class SessionMigratorMemory(ChatMemoryBuffer):
       really used (seen through LlamaIndex instrumentation); else LlamaIndex's default window;
     - a changed model re-fits on the next ``get`` (smaller: compress; larger: more, up to all)
       and the change is logged in the store's migration log;
-    - a second ``get`` with nothing new costs no tokenization (counts are cached and persisted);
-      each call returns new ``ChatMessage`` objects.
+    - a second ``get`` with nothing new costs no tokenization (counts are cached and persisted)
+      and no per-message work: it returns a new list holding the fit's shared ``ChatMessage``
+      objects, except for the messages LlamaIndex edits in place, which are new objects on
+      every call (with their own ``blocks`` list, block objects and ``additional_kwargs``): the
+      last message (agents with a state rewrite its text), the latest user message, and the
+      first message when it is a system message (output parsers, ``Memory``). Treat the other
+      messages as read-only: an edit to one never reaches the store, but shows in later reads
+      from this memory object and is not seen as a change by ``set``; copy a message
+      (``model_copy(deep=True)``) before editing it, or edit what ``get_all()`` returns (always
+      new objects) and hand it to ``set``.
 
     >>> from llama_index.core.llms import ChatMessage, MockLLM
     >>> memory = SessionMigratorMemory.from_defaults(
@@ -145,9 +193,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     _lock: Any = PrivateAttr(default_factory=threading.RLock)
     _tracker: ModelTracker = PrivateAttr(default_factory=ModelTracker)
     _templates: dict[str, tuple[Message, ChatMessage]] = PrivateAttr(default_factory=dict)
-    _view: tuple[MigrationResult, list[ChatMessage]] | None = PrivateAttr(default=None)
-    _handed: list[ChatMessage] = PrivateAttr(default_factory=list)
-    _handed_ids: frozenset[int] = PrivateAttr(default=frozenset())
+    _view: _View | None = PrivateAttr(default=None)
+    _handed: tuple[ChatMessage, ...] = PrivateAttr(default=())  # the last read's fresh copies
     _window: ModelWindow | None = PrivateAttr(default=None)
     _source: ModelSource | None = PrivateAttr(default=None)
     _listener: _Listener | None = PrivateAttr(default=None)
@@ -269,7 +316,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     def last_report(self) -> MigrationReport | None:
         """The report of the last ``get``: decision, tokens before and after, what was cut."""
         view = self._view
-        return view[0].report if view is not None else None
+        return view.result.report if view is not None else None
 
     @property
     def session_id(self) -> str:
@@ -280,12 +327,20 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         """The session store (opened on first use)."""
         return self._get_fitter().store
 
-    def _observe(self, messages: list[Any], model_dict: dict[str, Any]) -> bool:
-        """Record the model of a chat call if it carried what this memory handed out."""
-        handed = self._handed_ids
-        carried = bool(handed) and any(id(m) in handed for m in messages)
-        if not carried and self._handed:
-            last = self._handed[-1]
+    def _observe(self, messages: list[Any], model_dict: dict[str, Any], exact: bool) -> bool:
+        """Record the model of a chat call if it carried what this memory handed out: with
+        ``exact``, one of the objects of the last read (the fit's shared messages, the read's
+        fresh copies); else (engines that format the history into new objects) a message equal
+        to the last one handed out.
+        """
+        view, handed = self._view, self._handed
+        if view is None or not handed:
+            return False
+        if exact:
+            shared, fresh = view.ids, {id(h) for h in handed}
+            carried = any(id(m) in shared or id(m) in fresh for m in messages)
+        else:
+            last = handed[-1]
             carried = any(isinstance(m, ChatMessage) and m == last for m in messages)
         if carried:
             self._tracker.observe(model_dict)
@@ -294,8 +349,9 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     # -- the fitted view -------------------------------------------------------------------
 
     def _get_fitter(self) -> SessionFitter:
-        with self._lock:
-            fitter = self._fitter
+        private = _private(self)
+        with private["_lock"]:
+            fitter: SessionFitter | None = private["_fitter"]
             if fitter is not None and fitter.session_id == self.chat_store_key:
                 return fitter
             if self._store is None:
@@ -319,22 +375,26 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             return fitter
 
     def _template(self, message: Message) -> ChatMessage:
-        hit = self._templates.get(message.id)
+        """The cached conversion of ``message`` (shared: handed out by ``get``)."""
+        cache: dict[str, tuple[Message, ChatMessage]] = _private(self)["_templates"]
+        hit = cache.get(message.id)
         if hit is not None and hit[0] is message:
             return hit[1]
         converted = to_chat_message(message)
-        self._templates[message.id] = (message, converted)
+        cache[message.id] = (message, converted)
         return converted
 
     def _fit(self, input: str | None, initial_token_count: int) -> MigrationResult:
-        with self._lock:
-            window, source = self._tracker.resolve()
+        private = _private(self)
+        with private["_lock"]:
+            tracker: ModelTracker = private["_tracker"]
+            window, source = tracker.resolve()
             if self.token_limit < window.max_input_tokens:
                 window = window.with_changes(max_input_tokens=self.token_limit)
-            strategy = self._strategy
+            strategy: str | Compressor = private["_strategy"]
             uses_query = not isinstance(strategy, str) or strategy in ("recall", "auto")
             query = input if uses_query and input else None
-            reserve = self._reserve_input
+            reserve: int | float | None = private["_reserve_input"]
             if reserve is None:
                 reserve = min(
                     int(window.context_window * DEFAULT_RESERVE_SHARE), DEFAULT_RESERVE_CAP
@@ -354,21 +414,30 @@ class SessionMigratorMemory(ChatMemoryBuffer):
                     reserve_output=self._reserve_output,
                     extra_reserved=extra,
                 )
-            self._window, self._source = window, source
+            private["_window"], private["_source"] = window, source
             return result
 
     def _hand_out(self, result: MigrationResult) -> list[ChatMessage]:
-        with self._lock:
-            view = self._view
-            if view is not None and view[0] is result:
-                templates = view[1]
-            else:
+        """A new list of the fit's shared messages, with fresh copies where LlamaIndex edits
+        in place: a warm read is a list copy and at most three message copies.
+        """
+        private = _private(self)
+        with private["_lock"]:
+            view: _View | None = private["_view"]
+            if view is None or view.result is not result:
                 templates = [self._template(m) for m in result.messages]
-                self._view = (result, templates)
-            out = [_copy(t) for t in templates]
-            self._handed = out
-            self._handed_ids = frozenset(id(m) for m in out)
-            return list(out)
+                view = _View(
+                    result,
+                    templates,
+                    _edited_positions(templates),
+                    frozenset(map(id, templates)),
+                )
+                private["_view"] = view
+            out = view.templates.copy()
+            for i in view.fresh:
+                out[i] = _copy(out[i])
+            private["_handed"] = tuple(out[i] for i in view.fresh)
+            return out
 
     def get(
         self,
@@ -389,7 +458,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         return await asyncio.to_thread(self.get, input, initial_token_count)
 
     def get_all(self) -> list[ChatMessage]:
-        """The full log, oldest first, never compressed."""
+        """The full log, oldest first, never compressed: new objects, free to edit."""
         with self._lock:
             return [_copy(self._template(m)) for m in self._get_fitter().messages]
 
@@ -448,8 +517,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         with self._lock:
             self._get_fitter().clear()
             self._fitter = None  # a new fitter: the old one remembers the deleted migration log
-            self._handed = []
-            self._handed_ids = frozenset()
+            self._view = None
+            self._handed = ()
 
     async def areset(self) -> None:
         """:meth:`reset` in a worker thread."""

@@ -129,3 +129,44 @@ async def test_agent_without_a_memory_llm_follows_the_model_that_ran(
     assert memory.model_window is not None
     assert memory.model_window.context_window == 1500
     _check_fits(llm, 2)
+
+
+STATE_HEADER = "Current state:"
+
+
+@pytest.mark.parametrize("kind", ["function_agent", "agent_workflow"])
+async def test_the_state_an_agent_writes_into_the_history_stays_in_one_call(
+    kind: str, make_memory: MemoryFactory, make_llm: LLMFactory, weather_tool: Callable[[str], str]
+) -> None:
+    """An agent with a state rewrites, in place, the text of the last message the memory gave
+    it (``setup_agent``), once per run: only that run's first model call carries it, never a
+    later call, a later turn or the log."""
+    llm = make_llm(model_name="gpt-4o", context_window=2500, num_output=150)
+    memory = make_memory(llm=llm, reserve_input=400)
+    state = {"units": "metric"}
+    agent: Any
+    if kind == "function_agent":
+        agent = FunctionAgent(tools=[weather_tool], llm=llm, initial_state=state)
+    else:
+        weather = FunctionAgent(
+            name="weather", description="Answers weather questions.", tools=[weather_tool], llm=llm
+        )
+        agent = AgentWorkflow(agents=[weather], root_agent="weather", initial_state=state)
+    turns = 24
+    await _run(agent, memory, range(turns))
+    _check_fits(llm)
+    assert memory.last_report is not None
+    assert memory.last_report.decision == "compressed"
+    with_state = [
+        [i for i, m in enumerate(call) if STATE_HEADER in (m.content or "")]
+        for call in llm.received
+    ]
+    for call, marks in zip(llm.received, with_state, strict=True):
+        assert marks in ([], [len(call) - 1])  # only ever the newest message of a call ...
+    assert sum(1 for marks in with_state if marks) == turns  # ... of each run's first call
+    assert len(llm.received) > turns  # the weather turns made a second call after the tool
+    full = memory.get_all()
+    assert not any(STATE_HEADER in (m.content or "") for m in full)
+    assert not any(STATE_HEADER in (m.content or "") for m in memory.get())
+    assert not any(STATE_HEADER in m.text for m in memory.store.load(memory.session_id))
+    _check_pairs(full)

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 from llama_index.core import Settings
-from llama_index.core.base.llms.types import ChatMessage, ChatResponse, ToolCallBlock
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, TextBlock, ToolCallBlock
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
+from llama_index.core.output_parsers import PydanticOutputParser
+from pydantic import BaseModel
 
 from llamaindex_session_migrator import (
     LlamaIndexSummarizer,
@@ -36,6 +38,10 @@ def _turns(n: int, words: int = 30) -> list[ChatMessage]:
 
 def _tokens(messages: list[ChatMessage]) -> int:
     return COUNTER.count_messages(from_chat_messages(messages))
+
+
+class _Answer(BaseModel):
+    text: str
 
 
 def test_is_a_chat_memory_buffer(make_memory: MemoryFactory) -> None:
@@ -107,7 +113,7 @@ def test_get_fits_the_window_and_get_all_keeps_everything(
     assert is_valid_chat(from_chat_messages(fitted))
 
 
-def test_a_second_get_reuses_the_fit_and_returns_new_objects(
+def test_a_second_get_reuses_the_fit_and_copies_only_what_llamaindex_edits(
     make_memory: MemoryFactory, make_llm: Callable[..., Any]
 ) -> None:
     memory = make_memory(llm=make_llm(context_window=1000), strategy="trim")
@@ -117,10 +123,64 @@ def test_a_second_get_reuses_the_fit_and_returns_new_objects(
     second = memory.get()
     assert memory.last_report is report  # cached: no re-fit, no tokenization
     assert first == second
-    assert all(a is not b for a, b in zip(first, second, strict=True))
-    # a caller editing what it got (agents do) does not change the next read
-    first[-1].blocks[0].text = "changed"  # type: ignore[union-attr]
-    assert memory.get()[-1].content == second[-1].content
+    assert first is not second  # a new list: callers insert into it and replace items
+    # new objects each call: the leading system message (here the trim note), the latest user
+    # message and the last message; the others are shared by every read of this fit
+    assert first[0].role.value == "system"
+    assert [first[-2].role.value, first[-1].role.value] == ["user", "assistant"]
+    fresh = {0, len(first) - 2, len(first) - 1}
+    assert [i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a is not b] == sorted(
+        fresh
+    )
+    for i in fresh:  # down to the blocks and additional_kwargs
+        assert first[i].blocks is not second[i].blocks
+        assert all(a is not b for a, b in zip(first[i].blocks, second[i].blocks, strict=True))
+        assert first[i].additional_kwargs is not second[i].additional_kwargs
+
+
+def test_the_edits_llamaindex_makes_never_reach_the_log_or_a_later_read(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=1000), strategy="trim")
+    memory.put_messages(_turns(40))
+    stored = _stored(memory)
+    full = memory.get_all()
+    got = memory.get()
+    pristine = [m.model_copy(deep=True) for m in got]
+    # what LlamaIndex does to a history in place, each to the message it picks:
+    text = got[-1].blocks[-1]
+    assert isinstance(text, TextBlock)
+    text.text = "state + " + text.text  # an agent's setup_agent
+    got[0].blocks.append(TextBlock(text="format instructions"))  # an output parser
+    got[-2].blocks = [TextBlock(text="memory block"), *got[-2].blocks]  # Memory, user insert
+    got[-1].additional_kwargs["seen"] = True
+    got.insert(0, ChatMessage(role="system", content="composed"))  # SimpleComposableMemory
+    assert memory.get() == pristine
+    assert memory.get_all() == full
+    memory.set(memory.get_all())
+    assert _stored(memory) == stored
+    memory.put(ChatMessage(role="user", content="next"))
+    refit = memory.get()  # a new fit, in which the messages edited above are shared ones
+    assert refit[-3:-1] == pristine[-2:]
+
+
+@pytest.mark.parametrize("leading_system", [True, False])
+def test_an_output_parser_formatting_the_history_in_place_changes_nothing(
+    make_memory: MemoryFactory, leading_system: bool
+) -> None:
+    """``BaseOutputParser.format_messages`` edits the first message if it is a system message,
+    else the last, in place."""
+    memory = make_memory(llm=MockLLM())
+    turns = _turns(5)
+    if leading_system:
+        turns.insert(0, ChatMessage(role="system", content="Be brief."))
+    memory.put_messages(turns)
+    before = memory.get()
+    formatted = PydanticOutputParser(output_cls=_Answer).format_messages(memory.get())
+    edited = 0 if leading_system else -1
+    assert formatted[edited] != before[edited]
+    assert memory.get() == before
+    assert [m.content for m in memory.get_all()] == [m.content for m in turns]
 
 
 def test_initial_token_count_is_taken_off_the_budget(
@@ -333,6 +393,46 @@ def test_the_model_that_really_ran_is_observed(
     configured.context_window = 7000  # the configured model changes later: it is newer
     memory.get()
     assert memory.model_source == "llm"
+
+
+@pytest.mark.parametrize("sent", ["shared", "fresh", "copies"])
+def test_a_call_carrying_the_history_in_any_form_is_observed(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any], sent: str
+) -> None:
+    memory = make_memory(llm=make_llm(model_name="gpt-4o", context_window=8000))
+    memory.put_messages(_turns(10))
+    history = memory.get()
+    if sent == "shared":  # messages shared by every read of the fit
+        messages = history[2:5]
+    elif sent == "fresh":  # the copy of the last message this read handed out
+        messages = [ChatMessage(role="system", content="Be brief."), history[-1]]
+    else:  # new objects equal to it (context engines format the history into new messages)
+        messages = [m.model_copy(deep=True) for m in history]
+    make_llm(model_name="gpt-4o-mini", context_window=1000).chat(messages)
+    memory.get()
+    assert memory.model_source == "observed"
+    assert memory.model_window is not None
+    assert memory.model_window.context_window == 1000
+
+
+def test_two_memories_ending_alike_each_observe_their_own_calls(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    first = make_memory("a", llm=make_llm(model_name="gpt-4o", context_window=8000))
+    second = make_memory("b", llm=make_llm(model_name="gpt-4o", context_window=8000))
+    for memory in (first, second):
+        memory.put_messages(_turns(3))
+    first_history, second_history = first.get(), second.get()
+    assert first_history == second_history  # equal, but not the same objects
+    make_llm(model_name="gpt-4o-mini", context_window=1000).chat(first_history)
+    make_llm(model_name="gpt-4o-mini", context_window=1500).chat(second_history)
+    windows = []
+    for memory in (first, second):
+        memory.get()
+        assert memory.model_source == "observed"
+        assert memory.model_window is not None
+        windows.append(memory.model_window.context_window)
+    assert windows == [1000, 1500]
 
 
 def test_calls_that_did_not_carry_the_history_are_ignored(
