@@ -24,7 +24,7 @@ from llamaindex_session_migrator._reconcile import plan_set
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
 from session_migrator import Message, ModelWindow
-from session_migrator._fitter import SessionFitter
+from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._migrate import MigrationReport, MigrationResult, default_counter, migrate
 from session_migrator._strategies import Compressor
 from session_migrator._summarizers import Summarizer
@@ -190,6 +190,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     _reserve_output: int | None = PrivateAttr(default=None)
     _reserve_input: int | float | None = PrivateAttr(default=None)
     _workspace: str = PrivateAttr(default="default")
+    _slack: float = PrivateAttr(default=DEFAULT_SLACK)
     _lock: Any = PrivateAttr(default_factory=threading.RLock)
     _tracker: ModelTracker = PrivateAttr(default_factory=ModelTracker)
     _templates: dict[str, tuple[Message, ChatMessage]] = PrivateAttr(default_factory=dict)
@@ -232,6 +233,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         reserve_output: int | None = None,
         reserve_input: int | float | None = None,
         workspace: str = "default",
+        slack: float = DEFAULT_SLACK,
         **kwargs: Any,
     ) -> SessionMigratorMemory:
         """A memory for session ``chat_store_key`` in ``store``.
@@ -248,7 +250,11 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         10% of the window, at most 1,024 tokens. ``ContextChatEngine`` and
         ``CondensePlusContextChatEngine`` need the retrieved context plus about 700 tokens (their
         response synthesizer keeps 500 tokens of padding besides its templates).
-        ``token_limit`` caps the history's tokens below the model's budget. A non-empty
+        ``token_limit`` caps the history's tokens below the model's budget. ``slack``
+        (default 5%) is the share of the room a cut leaves free so that the next turns fit
+        without cutting again: the head of the history (system messages, summary) stays the same
+        from call to call, which keeps a provider's prompt cache warm; ``0`` cuts afresh at every
+        ``get``. A non-empty
         ``chat_history`` is written with :meth:`set`. ``chat_store`` (a LlamaIndex chat store)
         is not supported: the session store replaces it.
         """
@@ -281,6 +287,9 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             )
         memory._reserve_input = reserve_input
         memory._workspace = workspace
+        if not 0.0 <= slack < 0.5:
+            raise ValueError(f"slack must be a share in [0, 0.5), not {slack!r}")
+        memory._slack = slack
         memory._tracker.llm = llm
         if model is not None:
             memory.set_model(model)
@@ -368,6 +377,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
                 summarizer=self._summarizer,
                 reserve_output=self._reserve_output,
                 workspace=self._workspace,
+                slack=self._slack,
             )
             self._fitter = fitter
             self._templates = {}

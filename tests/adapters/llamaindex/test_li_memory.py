@@ -553,3 +553,37 @@ def test_a_call_on_the_configured_model_is_not_a_change(
     llm.chat(memory.get())
     memory.get()
     assert memory.model_source == "llm"
+
+
+def test_the_cut_is_kept_while_new_turns_fit_unless_slack_is_zero() -> None:
+    window = ModelWindow("small", "test", 2_000, 2_000, 0, "o200k_base", "explicit")
+    filler = "We went over the staging checks and the release notes once more. " * 8
+    heads: dict[float, list[str | None]] = {}
+    for slack in (0.2, 0.0):
+        memory = SessionMigratorMemory.from_defaults(
+            chat_store_key=f"slack-{slack}",
+            store="memory://",
+            model=window,
+            strategy="trim",
+            reserve_input=0,
+            slack=slack,
+        )
+        memory.put(ChatMessage(role="system", content="You are terse."))
+        for k in range(30):
+            memory.put(ChatMessage(role="user", content=f"Step {k}. {filler}"))
+            memory.put(ChatMessage(role="assistant", content=f"Done {k}."))
+        seen: list[str | None] = []
+        for k in range(6):
+            got = memory.get()
+            assert got[-1].content == memory.get_all()[-1].content
+            seen.append(got[1].content)  # the note on what was cut
+            memory.put(ChatMessage(role="user", content=f"Question {k}? {filler[:120]}"))
+            memory.put(ChatMessage(role="assistant", content=f"Short answer {k}."))
+        heads[slack] = seen
+    assert len(set(heads[0.2])) == 1  # nothing more is cut while the new turns fit
+    assert len(set(heads[0.0])) > 1  # every get cuts afresh
+
+
+def test_slack_must_be_a_small_share() -> None:
+    with pytest.raises(ValueError, match="slack"):
+        SessionMigratorMemory.from_defaults(chat_store_key="x", store="memory://", slack=0.7)
