@@ -2,7 +2,9 @@
 
 - :class:`ExtractiveSummarizer` needs no model: it keeps the sentences most likely to matter
   later (names, numbers, dates, decisions, preferences, open tasks, file paths, identifiers),
-  in their original order, within the token limit.
+  in their original order, within the token limit. It reads at most a budget proportional to
+  the summary's size (long messages by their head and tail), so its cost does not grow with
+  the conversation.
 - :class:`OpenAISummarizer` asks any OpenAI-compatible ``/chat/completions`` endpoint through the
   official ``openai`` SDK (extra ``[openai]``).
 
@@ -12,14 +14,13 @@ passes its text as ``previous`` with only the newly cut messages.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from session_migrator._errors import MissingDependencyError, SummarizerError
+from session_migrator._extractive import ExtractiveSummarizer
 from session_migrator._messages import Message
 from session_migrator._tokens import TokenCounter
 
@@ -92,235 +93,6 @@ def _describe(message: Message, limit: int = 400) -> str:
 def transcript(messages: Sequence[Message], limit_per_message: int = 2000) -> str:
     """A plain-text transcript, one line per message, long messages shortened in the middle."""
     return "\n".join(_describe(m, limit_per_message) for m in messages)
-
-
-# -- extractive --------------------------------------------------------------------------------
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
-    (re.compile(r"\d"), 1.5),  # numbers, dates, versions, amounts
-    (re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]{2,}"), 1.0),  # names (not sentence-initial)
-    (
-        re.compile(
-            r"\b(decid|agree|chose|choos|go(ing)? with|settled|final|confirm|approv|let'?s|"
-            r"we'?ll|will use|switch(ed)? to|instead)",
-            re.I,
-        ),
-        2.0,
-    ),
-    (
-        re.compile(r"\b(prefer|favou?rite|like|dislike|hate|always|never|don'?t want|want)", re.I),
-        2.0,
-    ),
-    (
-        re.compile(
-            r"\b(todo|to-do|need to|must|should|remember|deadline|due|next step|follow.?up|"
-            r"action item|remind|pending|open question|blocker)",
-            re.I,
-        ),
-        2.0,
-    ),
-    (
-        re.compile(
-            r"[\w.-]+/[\w./-]+|\b\w+\.(?:py|js|ts|tsx|json|md|ya?ml|toml|sql|csv|txt|rs|go)\b"
-        ),
-        2.0,
-    ),
-    (re.compile(r"`[^`]+`|\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b"), 1.5),
-    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+|https?://\S+"), 1.5),
-    (re.compile(r"\b(my name|i am|i'm|call me|our|my)\b", re.I), 1.0),
-)
-_ROLE_WEIGHT = {"user": 1.5, "assistant": 1.0, "tool": 0.6, "system": 1.0}
-_MAX_SENTENCE_CHARS = 320
-
-
-_MAX_MISSES = 48
-#: Sentences read from the head and from the tail of a tool output (logs and files repeat).
-_TOOL_SENTENCES = 12
-
-
-def _sentences(message: Message) -> list[str]:
-    parts = _SENTENCE.split(message.text)
-    if message.role == "tool" and len(parts) > 2 * _TOOL_SENTENCES:
-        return parts[:_TOOL_SENTENCES] + parts[-_TOOL_SENTENCES:]
-    return parts
-
-
-# Literal pre-checks: a pattern cannot match a sentence that holds none of its literal parts, so
-# it is not run (the score is the same, and most sentences skip most patterns). The patterns
-# with re.I are pre-checked on the lower-cased sentence only when it is ASCII, where lower()
-# folds case as re.I does.
-_DECIDE = (
-    "decid", "agree", "chose", "choos", "go with", "going with", "settled", "final", "confirm",
-    "approv", "let", "we'll", "well", "will use", "switch", "instead",
-)  # fmt: skip
-_PREFER = ("prefer", "favo", "like", "hate", "always", "never", "want")
-_TASK = (
-    "todo", "to-do", "need to", "must", "should", "remember", "deadline", "due", "next step",
-    "follow", "action item", "remind", "pending", "open question", "blocker",
-)  # fmt: skip
-_SELF = ("my", "our", "i am", "i'm", "call me")
-_PATH = (
-    "/", ".py", ".js", ".ts", ".json", ".md", ".yml", ".yaml", ".toml", ".sql", ".csv", ".txt",
-    ".rs", ".go",
-)  # fmt: skip
-
-
-def _any_of(words: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(w) for w in words))
-
-
-_GATES = (
-    _any_of(_DECIDE), _any_of(_PREFER), _any_of(_TASK), _any_of(_PATH), _any_of(_SELF),
-)  # fmt: skip
-
-
-def _score_all(sentence: str) -> float:
-    """The score by definition: the weights of the patterns that match."""
-    return sum(weight for pattern, weight in _SIGNALS if pattern.search(sentence))
-
-
-def _score(sentence: str) -> float:
-    """:func:`_score_all`, running only the patterns whose literal parts are present."""
-    (digit, w_digit), (name, w_name), (decide, w_decide), (prefer, w_prefer) = _SIGNALS[:4]
-    (task, w_task), (path, w_path), (ident, w_ident), (contact, w_contact) = _SIGNALS[4:8]
-    me, w_me = _SIGNALS[8]
-    g_decide, g_prefer, g_task, g_path, g_self = _GATES
-    plain = sentence.isascii()
-    low = sentence.lower() if plain else sentence
-    tail = sentence[1:]
-    upper = tail != tail.lower()  # an upper-case letter after the first character
-    total = 0.0
-    if digit.search(sentence):
-        total += w_digit
-    if upper and name.search(sentence):
-        total += w_name
-    if (not plain or g_decide.search(low)) and decide.search(sentence):
-        total += w_decide
-    if (not plain or g_prefer.search(low)) and prefer.search(sentence):
-        total += w_prefer
-    if (not plain or g_task.search(low)) and task.search(sentence):
-        total += w_task
-    if g_path.search(sentence) and path.search(sentence):
-        total += w_path
-    if ("`" in sentence or "_" in sentence or upper) and ident.search(sentence):
-        total += w_ident
-    if ("@" in sentence or "://" in sentence) and contact.search(sentence):
-        total += w_contact
-    if (not plain or g_self.search(low)) and me.search(sentence):
-        total += w_me
-    return total
-
-
-class _DigestMemo:
-    """Values computed from a text, remembered by the text's digest (no text is kept) for the
-    texts a rolling summary brings back at every update: its own earlier lines. Bounded.
-    """
-
-    def __init__(self, limit: int = 32_768) -> None:
-        self._limit = limit
-        self._values: dict[tuple[str, bytes], float] = {}
-
-    def get(self, kind: str, text: str, compute: Callable[[str], float]) -> float:
-        key = (
-            kind,
-            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-        )
-        value = self._values.get(key)
-        if value is None:
-            if len(self._values) >= self._limit:
-                self._values.clear()
-            value = self._values[key] = compute(text)
-        return value
-
-
-_memo = _DigestMemo()
-
-
-class ExtractiveSummarizer:
-    """An offline summarizer that keeps the sentences a later turn is most likely to need.
-
-    Each sentence is scored by what it holds (numbers and dates, names, decisions, preferences,
-    open tasks, paths and identifiers, addresses), weighted by role (the user's own words count
-    most); the best ones are kept in their original order within ``max_tokens``. Tool calls are
-    kept as ``called name(args)``. Deterministic.
-
-    >>> from session_migrator import Message, TiktokenCounter
-    >>> s = ExtractiveSummarizer()
-    >>> text = s.summarize([Message("user", "My budget is $4,200. Hello.")], max_tokens=50,
-    ...                    counter=TiktokenCounter())
-    >>> "$4,200" in text
-    True
-    """
-
-    name = "extractive"
-
-    def summarize(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int,
-        counter: TokenCounter,
-        previous: str | None = None,
-    ) -> str:
-        # candidates as two parallel lists (a candidate's position is its order): a long cut
-        # part yields a great many, and a tuple each would double what they take
-        scores: list[float] = []
-        lines: list[str] = []
-        if previous:
-            for line in previous.splitlines():
-                line = line.strip()
-                if line.startswith("- "):
-                    # earlier picks keep a bonus: they were already judged worth keeping
-                    scores.append(_memo.get("score", line, _score) + 1.0)
-                    lines.append(line)
-        for message in messages:
-            weight = _ROLE_WEIGHT.get(message.role, 1.0)
-            label = message.role if not message.name else f"{message.role}:{message.name}"
-            for call in message.tool_calls:
-                args = (
-                    call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
-                )
-                scores.append(2.5)
-                lines.append(f"- [{label}] called {call.name}({args})")
-            for raw in _sentences(message):
-                sentence = " ".join(raw.split())
-                if len(sentence) < 8:
-                    continue
-                if len(sentence) > _MAX_SENTENCE_CHARS:
-                    sentence = sentence[: _MAX_SENTENCE_CHARS - 3] + "..."
-                score = _score(sentence) * weight
-                if score <= 0:
-                    continue
-                scores.append(score)
-                lines.append(f"- [{label}] {sentence}")
-        # best first, ties in their original order (a reversed sort keeps equal keys in order)
-        ranking = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
-        del scores
-        chosen: list[int] = []
-        seen: set[str] = set()
-        used = 0
-        misses = 0
-        for position in ranking:
-            line = lines[position]
-            if line in seen:
-                continue
-            # a lower bound (one token per 8 characters) skips lines that cannot fit, untokenized
-            if used + len(line) // 8 + 1 > max_tokens:
-                misses += 1
-            else:
-                cost = int(_memo.get("tokens:" + counter.name, line, counter.count_text)) + 1
-                if used + cost <= max_tokens:
-                    chosen.append(position)
-                    seen.add(line)
-                    used += cost
-                    misses = 0
-                    continue
-                misses += 1
-            if misses >= _MAX_MISSES or used >= max_tokens - 4:
-                break
-        chosen.sort()
-        return "\n".join(lines[position] for position in chosen)
 
 
 # -- OpenAI-compatible LLM ---------------------------------------------------------------------
