@@ -65,7 +65,7 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True, slots=True)
 class Message:
     """A chat message, neutral to any framework.
 
@@ -85,6 +85,10 @@ class Message:
     tool_call_id: str | None = None
     id: str = field(default_factory=_new_id)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=True)
+    # memos, not data (slots, not a __dict__ per message: a long session holds many):
+    # the fingerprint, and the token counts by counter (see session_migrator._tokens)
+    _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)
+    _memo: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -126,10 +130,8 @@ class Message:
 
     def fingerprint(self) -> str:
         """A digest of everything that affects token counts; memoised on the object."""
-        try:
-            return cast(str, self.__dict__["_fingerprint"])
-        except KeyError:
-            pass
+        if self._fingerprint is not None:
+            return self._fingerprint
         h = hashlib.blake2b(digest_size=16)
         h.update(_utf8(self.role) + b"\x00" + _utf8(self.name or "") + b"\x00")
         if isinstance(self.content, str):
@@ -143,7 +145,7 @@ class Message:
             h.update(_utf8(f"\x03{call.id}\x04{call.name}\x04{call.arguments}"))
         h.update(b"\x05" + _utf8(self.tool_call_id or ""))
         digest = h.hexdigest()
-        self.__dict__["_fingerprint"] = digest
+        object.__setattr__(self, "_fingerprint", digest)
         return digest
 
     def replace(self, **changes: Any) -> Message:

@@ -106,11 +106,35 @@ class TokenCounter(Protocol):
     def count_messages(self, messages: Sequence[Message]) -> int: ...
 
 
+def _memo_get(message: Message, key: str) -> int | None:
+    """The count memoised on ``message`` under ``key`` (a counter's name), or ``None``."""
+    memo = message._memo
+    if memo is None:
+        return None
+    if type(memo) is tuple:
+        return memo[1] if memo[0] == key else None
+    return memo.get(key)  # type: ignore[no-any-return]
+
+
+def _memo_put(message: Message, key: str, tokens: int) -> None:
+    """Memoise a count on ``message``: one pair for the first counter (the usual case), a dict
+    once a second counter counts it.
+    """
+    memo = message._memo
+    if memo is None or (type(memo) is tuple and memo[0] == key):
+        object.__setattr__(message, "_memo", (key, tokens))
+    elif type(memo) is tuple:
+        object.__setattr__(message, "_memo", {memo[0]: memo[1], key: tokens})
+    else:
+        memo[key] = tokens
+
+
 class BaseCounter:
     """Message accounting and caching on top of :meth:`count_text`; subclasses count text.
 
-    A message's count is kept on the message object, as one attribute per counter name (no
-    dict per message: a long session holds many messages), and by content fingerprint.
+    A message's count is kept on the message object (a pair for the first counter that counts
+    it, a small dict once there are more: a long session holds many messages), and by content
+    fingerprint.
     """
 
     _exact: bool
@@ -132,7 +156,7 @@ class BaseCounter:
     @_name.setter
     def _name(self, value: str) -> None:
         self.__name = value
-        self._memo_key = "_tokens:" + value
+        self._memo_key = value
 
     @property
     def exact(self) -> bool:
@@ -182,12 +206,12 @@ class BaseCounter:
 
     def cached(self, message: Message) -> int | None:
         """The cached count of ``message``, or ``None`` (never tokenizes)."""
-        hit: int | None = message.__dict__.get(self._memo_key)
+        hit = _memo_get(message, self._memo_key)
         if hit is not None:
             return hit
         hit = self._by_fingerprint.get(message.fingerprint())
         if hit is not None:
-            message.__dict__[self._memo_key] = hit
+            _memo_put(message, self._memo_key, hit)
         return hit
 
     def prime(self, counts: Mapping[Message, int]) -> None:
@@ -197,11 +221,11 @@ class BaseCounter:
             self._by_fingerprint[message.fingerprint()] = tokens
 
     def _remember(self, message: Message, tokens: int) -> None:
-        message.__dict__[self._memo_key] = tokens
+        _memo_put(message, self._memo_key, tokens)
 
     def count_message(self, message: Message) -> int:
         """Tokens of one message, with its chat-format overhead; cached."""
-        hit: int | None = message.__dict__.get(self._memo_key)
+        hit = _memo_get(message, self._memo_key)
         if hit is not None:
             return hit
         fp = message.fingerprint()
@@ -212,7 +236,7 @@ class BaseCounter:
                 with self._lock:
                     self._by_fingerprint.clear()
             self._by_fingerprint[fp] = tokens
-        message.__dict__[self._memo_key] = tokens
+        _memo_put(message, self._memo_key, tokens)
         return tokens
 
     def count_messages(self, messages: Sequence[Message]) -> int:
@@ -340,7 +364,7 @@ class EstimatingCounter(BaseCounter):
     def count_message(self, message: Message) -> int:
         """``ceil(o200k count x multiplier)``, from the o200k counter's cache (or a primed
         count)."""
-        hit: int | None = message.__dict__.get(self._memo_key)
+        hit = _memo_get(message, self._memo_key)
         if hit is not None:
             return hit
         if self._by_fingerprint:  # only primed counts live here

@@ -22,7 +22,13 @@ from session_migrator._extractive import _score, _score_all
 from session_migrator._fit import Ledger, build_units
 from session_migrator._recall import RelevanceIndex, rank_by_relevance
 from session_migrator._rules import chat_rule_violations
-from session_migrator._tokens import EstimatingCounter, TiktokenCounter, calibrate, counter_for
+from session_migrator._tokens import (
+    EstimatingCounter,
+    TiktokenCounter,
+    _memo_get,
+    calibrate,
+    counter_for,
+)
 from session_migrator._windows import ModelWindow
 
 PIECES = [
@@ -174,7 +180,8 @@ def test_counting_only_the_newest_messages_changes_nothing(seed: int, strategy: 
         # a trim counts the newest messages until they are over the budget, to a turn's start
         # (a turn here is under 400 tokens), and nothing older (with broken messages among
         # the newest it may count them all: they take room no unit accounts for)
-        counted = [m for m in fresh if counter._memo_key in m.__dict__ and m.role != "system"]
+        key = counter._memo_key
+        counted = [m for m in fresh if _memo_get(m, key) is not None and m.role != "system"]
         assert sum(eager.count_message(m) for m in counted) <= budget + 400
         assert counted == fresh[len(fresh) - len(counted) :] or any(
             m.role == "system" for m in fresh[1:]
