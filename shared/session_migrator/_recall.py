@@ -222,13 +222,17 @@ def recall_turns(
     turns: list[list[Unit]]
     kept_turns = layout.cache.get("recall-turns") if incremental and layout.cache else None
     if isinstance(kept_turns, tuple) and kept_turns[0] == cut:
-        turns = kept_turns[1]  # the same cut as last time: the same turns, already indexed
+        # the same cut as last time: the same turns, already indexed
+        _, turns, smallest = kept_turns
         fresh_cut = False
     else:
         turns = _cut_turns(layout, cut)
+        # the cut turns of a cold migration were not counted: counting them all to find the
+        # smallest would cost what was spared (a turn is counted when its rank comes)
+        smallest = 1 if layout.counted_from else min((t[0].cost for t in turns), default=0)
         fresh_cut = True
         if incremental and layout.cache is not None:
-            layout.cache["recall-turns"] = (cut, turns)
+            layout.cache["recall-turns"] = (cut, turns, smallest)
 
     def document(turn: list[Unit]) -> str:
         return "\n".join(
@@ -258,10 +262,6 @@ def recall_turns(
 
     def cost_of(unit: Unit) -> int:
         return layout.unit_cost(unit, messages, counter)
-
-    # the cut turns of a cold migration were not counted: counting them all to find the
-    # smallest would cost what was spared (a turn is counted when its rank comes)
-    smallest = 1 if layout.counted_from else min((t[0].cost for t in turns), default=0)
     for index_, _score in ranked:
         if room - used < smallest:
             break  # not even the smallest turn's question fits any more
