@@ -322,11 +322,14 @@ class _Engine:
                 if not text.strip() and not isinstance(self.summarizer, ExtractiveSummarizer):
                     # the extractive summarizer may find nothing worth keeping; a model may not
                     raise SummarizerError(f"{used_name} returned no summary text")
-                written = _text_tokens(counter, text)
-                if written > limit:
-                    raise SummarizerError(
-                        f"{used_name} wrote {written} tokens, over its limit of {limit}"
-                    )
+                if not isinstance(self.summarizer, ExtractiveSummarizer):
+                    written = _text_tokens(counter, text)
+                    if written > limit:
+                        raise SummarizerError(
+                            f"{used_name} wrote {written} tokens, over its limit of {limit}"
+                        )
+                # (the extractive summarizer counts what it picks: its text is counted once,
+                # below, as the message it becomes)
             except SummarizerError as exc:
                 fallbacks.append(
                     f"summarizer {used_name} failed ({exc}); used the offline "
@@ -341,28 +344,17 @@ class _Engine:
                 )
                 used_name = ExtractiveSummarizer.name
                 text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)
-        if _text_tokens(counter, text) > limit:
-            text = truncate_text(text, limit, counter)
         if not text.strip():
             return None, None
-        summary = Summary(text, covered[0].id, covered[-1].id, len(covered), used_name)
-        message = Message(
-            "system",
-            header + text,
-            id=stable_id("sm-summary", [covered[0].id, covered[-1].id, text]),
-            extra={
-                MARKER_KEY: {
-                    "kind": "summary",
-                    "first_id": covered[0].id,
-                    "last_id": covered[-1].id,
-                    "covered": len(covered),
-                    "summarizer": used_name,
-                }
-            },
-        )
+        message = _summary_lead(header, text, covered, used_name)
         if counter.count_message(message) > room:
-            return None, None
-        return message, summary
+            text = truncate_text(text, limit, counter)
+            if not text.strip():
+                return None, None
+            message = _summary_lead(header, text, covered, used_name)
+            if counter.count_message(message) > room:
+                return None, None
+        return message, Summary(text, covered[0].id, covered[-1].id, len(covered), used_name)
 
     def _result(
         self,
@@ -400,6 +392,24 @@ class _Engine:
             fallbacks=fallbacks,
             notes=notes,
         )
+
+
+def _summary_lead(header: str, text: str, covered: list[Message], summarizer: str) -> Message:
+    """The system message that carries a summary of ``covered``."""
+    return Message(
+        "system",
+        header + text,
+        id=stable_id("sm-summary", [covered[0].id, covered[-1].id, text]),
+        extra={
+            MARKER_KEY: {
+                "kind": "summary",
+                "first_id": covered[0].id,
+                "last_id": covered[-1].id,
+                "covered": len(covered),
+                "summarizer": summarizer,
+            }
+        },
+    )
 
 
 def _newest_counted_enough(layout: Layout, budget: int) -> bool:

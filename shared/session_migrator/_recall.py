@@ -262,6 +262,7 @@ def recall_turns(
 
     def cost_of(unit: Unit) -> int:
         return layout.unit_cost(unit, messages, counter)
+
     for index_, _score in ranked:
         if room - used < smallest:
             break  # not even the smallest turn's question fits any more
