@@ -107,7 +107,8 @@ def llamaindex_buffer(summary: bool) -> Callable[[Context], Iterator[Record]]:
     return work
 
 
-def raw_tiktoken(ctx: Context) -> Iterator[Record]:
+def raw_pass(ctx: Context) -> Callable[[], int]:
+    """The lower bound: one tiktoken pass over every message's text (and call arguments)."""
     enc = get_encoding("o200k_base")
     assert enc is not None
     texts = [m.text for m in ctx.messages] + [
@@ -119,6 +120,12 @@ def raw_tiktoken(ctx: Context) -> Iterator[Record]:
         for text in texts:
             total += len(enc.encode_ordinary(text))
         return total
+
+    return call
+
+
+def raw_tiktoken(ctx: Context) -> Iterator[Record]:
+    call = raw_pass(ctx)
 
     def one(r: int) -> tuple[Samples, None]:
         del r
