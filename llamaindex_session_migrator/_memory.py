@@ -24,6 +24,7 @@ from llamaindex_session_migrator._reconcile import plan_set
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
 from session_migrator import Message, ModelWindow
+from session_migrator._fit import check_slack
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._migrate import MigrationReport, MigrationResult, default_counter, migrate
 from session_migrator._strategies import Compressor
@@ -287,9 +288,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             )
         memory._reserve_input = reserve_input
         memory._workspace = workspace
-        if not 0.0 <= slack < 0.5:
-            raise ValueError(f"slack must be a share in [0, 0.5), not {slack!r}")
-        memory._slack = slack
+        memory._slack = check_slack(slack)
         memory._tracker.llm = llm
         if model is not None:
             memory.set_model(model)

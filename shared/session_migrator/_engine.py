@@ -71,16 +71,17 @@ class _Engine:
         if query is None:
             query = latest_user_text(messages)
         steady_key = (self.name, budget, tuple(layout.system), system_cost)
-        keep = layout.slack > 0 and layout.cache is not None and not system_truncated
-        if keep and layout.cache is not None:
-            held = layout.cache.get("steady")
+        # where a cut is kept between fits (a ledger's, with slack): None, cut afresh each time
+        keeps = layout.cache if layout.slack > 0 and not system_truncated else None
+        if keeps is not None:
+            held = keeps.get("steady")
             if isinstance(held, Steady) and held.key == steady_key:
                 reused = again(self, held, messages, layout, system_cost, budget, counter, query)
                 if reused is not None:
                     return reused
 
         extra_room = self._extras_reserve(available)
-        reserve = int((available - extra_room) * layout.slack) if keep else 0
+        reserve = int((available - extra_room) * layout.slack) if keeps is not None else 0
         try:
             try:
                 recent = fit_recent(messages, layout, available - extra_room - reserve, counter)
@@ -159,16 +160,12 @@ class _Engine:
         if total > budget:  # pragma: no cover - guarded by construction; a bug if reached
             raise AssertionError(f"{self.name} produced {total} tokens for a budget of {budget}")
         result = replace(result, tokens=total)
-        if keep and layout.cache is not None:
-            layout.cache.pop("steady", None)
-        if (
-            keep
-            and layout.cache is not None
-            and span is not None
-            and not recent.truncated_ids
-            and recent.cut == (range(recent.first_unit),)
-        ):
-            layout.cache["steady"] = Steady(
+        if keeps is None:
+            return result
+        if span is None or recent.truncated_ids or recent.cut != (range(recent.first_unit),):
+            keeps.pop("steady", None)  # a cut the next fits cannot extend
+        else:
+            keeps["steady"] = Steady(
                 steady_key,
                 recent.first_unit,
                 layout.units[recent.first_unit].indices[0],

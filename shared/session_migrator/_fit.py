@@ -29,6 +29,7 @@ __all__ = [
     "Ledger",
     "Unit",
     "build_units",
+    "check_slack",
     "fit_recent",
     "truncate_message",
     "truncate_text",
@@ -117,10 +118,8 @@ class Ledger:
     """
 
     def __init__(self, count: Callable[[Message], int], *, slack: float = 0.0) -> None:
-        if not 0.0 <= slack < 0.5:
-            raise ValueError(f"slack must be a share in [0, 0.5), not {slack!r}")
         self._count = count
-        self.slack = slack
+        self.slack = check_slack(slack)
         self.messages: list[Message] = []
         self.costs: list[int] = []
         self.ids: list[str] = []
@@ -208,16 +207,27 @@ class Ledger:
         )
 
 
-def build_units(messages: Sequence[Message], costs: Sequence[int]) -> Layout:
+def check_slack(slack: float) -> float:
+    """``slack`` if it is a share a cut may leave free (``[0, 0.5)``), else ``ValueError``."""
+    if not 0.0 <= slack < 0.5:
+        raise ValueError(f"slack must be a share in [0, 0.5), not {slack!r}")
+    return slack
+
+
+def build_units(
+    messages: Sequence[Message], costs: Sequence[int], *, counted_from: int = 0
+) -> Layout:
     """Split ``messages`` into system messages, units, and broken messages.
 
     Broken messages are tool results with no call before them and assistant tool calls whose
     results never came; a compressed result never includes them (they would be rejected).
+    ``counted_from``: see :class:`Layout` (the costs before it are 0, not counts).
     """
     ledger = Ledger(_uncounted)
     ledger.extend(messages, costs)
     layout = ledger.layout()
     layout.cache = None  # nothing outlives this call
+    layout.counted_from = counted_from
     return layout
 
 

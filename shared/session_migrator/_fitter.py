@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ConflictError
-from session_migrator._fit import Ledger
+from session_migrator._fit import Ledger, check_slack
 from session_migrator._messages import Message
 from session_migrator._migrate import (
     MigrationResult,
@@ -100,9 +100,7 @@ class SessionFitter:
         self.reserve_output = reserve_output
         self.workspace = workspace
         self.metadata = metadata
-        if not 0.0 <= slack < 0.5:
-            raise ValueError(f"slack must be a share in [0, 0.5), not {slack!r}")
-        self.slack = slack
+        self.slack = check_slack(slack)
         self._lock = threading.RLock()
         self._messages: list[Message] = []
         self._ids: set[str] = set()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from session_migrator._fit import Layout, Ledger, build_units
+from session_migrator._fit import Ledger, build_units
 from session_migrator._messages import Message, Session, as_messages
 from session_migrator._strategies import Compressor, _Strategy, get_strategy, latest_user_text
 from session_migrator._summarizers import Summarizer, Summary
@@ -330,7 +330,7 @@ def _migrate(
             previous_summary=previous_summary,
             layout=ledger.layout()
             if ledger is not None
-            else _layout(messages, costs, counted_from),
+            else build_units(messages, costs or [], counted_from=counted_from),
         )
     else:
         result = compressor.compress(
@@ -382,9 +382,3 @@ def _count_newest(
             if over and m.role == "user":
                 return costs, i, total
     return costs, 0, total
-
-
-def _layout(messages: Sequence[Message], costs: list[int] | None, counted_from: int) -> Layout:
-    layout = build_units(messages, costs or [])
-    layout.counted_from = counted_from
-    return layout

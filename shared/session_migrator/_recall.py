@@ -219,20 +219,6 @@ def recall_turns(
     """
     if room <= 0 or not query.strip():
         return [], [], 0
-    turns: list[list[Unit]]
-    kept_turns = layout.cache.get("recall-turns") if incremental and layout.cache else None
-    if isinstance(kept_turns, tuple) and kept_turns[0] == cut:
-        # the same cut as last time: the same turns, already indexed
-        _, turns, smallest = kept_turns
-        fresh_cut = False
-    else:
-        turns = _cut_turns(layout, cut)
-        # the cut turns of a cold migration were not counted: counting them all to find the
-        # smallest would cost what was spared (a turn is counted when its rank comes)
-        smallest = 1 if layout.counted_from else min((t[0].cost for t in turns), default=0)
-        fresh_cut = True
-        if incremental and layout.cache is not None:
-            layout.cache["recall-turns"] = (cut, turns, smallest)
 
     def document(turn: list[Unit]) -> str:
         return "\n".join(
@@ -243,18 +229,20 @@ def recall_turns(
             for i in u.indices
         )
 
+    cache = layout.cache if incremental else None
+    held = cache.get("recall") if cache is not None else None
+    if not isinstance(held, _CutTurns) or held.cut != cut:
+        previous = held.index if isinstance(held, _CutTurns) else None
+        held = _CutTurns(layout, cut)
+        if cache is not None:
+            # one index for the growing conversation: only the newly cut turns are indexed
+            held.index = previous if previous is not None else RelevanceIndex(document)
+            held.index.sync({key: held.turns[k] for key, k in held.keys.items()})
+            cache["recall"] = held
+    turns, smallest = held.turns, held.smallest
     ranked: list[tuple[int, float]]
-    if incremental and layout.cache is not None:
-        index = layout.cache.get("recall")
-        if not isinstance(index, RelevanceIndex):
-            index = layout.cache["recall"] = RelevanceIndex(document)
-            fresh_cut = True
-        by_key = layout.cache.get("recall-keys")
-        if fresh_cut or not isinstance(by_key, dict):
-            by_key = {t[0].indices[0]: k for k, t in enumerate(turns)}
-            layout.cache["recall-keys"] = by_key
-            index.sync({key: turns[k] for key, k in by_key.items()})
-        ranked = [(by_key[key], score) for key, score in index.rank(query)]
+    if held.index is not None:
+        ranked = [(held.keys[key], score) for key, score in held.index.rank(query)]
     else:
         ranked = rank_by_relevance([document(t) for t in turns], query)
     chosen: list[tuple[int, list[int]]] = []
@@ -285,6 +273,23 @@ def recall_turns(
     chosen.sort(key=lambda item: item[0])
     at = [i for _, positions in chosen for i in positions]
     return [messages[i] for i in at], at, used
+
+
+class _CutTurns:
+    """The whole turns of a cut, keyed by their first message's index, the smallest turn's
+    question, and (when kept between fits) the full-text index that holds them.
+    """
+
+    def __init__(self, layout: Layout, cut: tuple[range, ...]) -> None:
+        self.cut = cut
+        self.turns = _cut_turns(layout, cut)
+        self.keys = {t[0].indices[0]: k for k, t in enumerate(self.turns)}
+        # the cut turns of a cold migration were not counted: counting them all to find the
+        # smallest would cost what was spared (a turn is counted when its rank comes)
+        self.smallest = (
+            1 if layout.counted_from else min((t[0].cost for t in self.turns), default=0)
+        )
+        self.index: RelevanceIndex[list[Unit]] | None = None
 
 
 def _cut_turns(layout: Layout, cut: tuple[range, ...]) -> list[list[Unit]]:
