@@ -6,9 +6,10 @@ Used by the ``recall`` strategy to bring back the cut turns that matter for the 
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from session_migrator._fit import Layout, Unit
@@ -44,59 +45,79 @@ _TOKENIZER = "porter unicode61"
 _RANK = "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid DESC"
 
 
+#: The scratch table's columns: a question's words are stemmed this many to a row, one a column.
+_WIDE = 64
+_COLUMNS = [f"c{k}" for k in range(_WIDE)]
+
+
 def _open(con: sqlite3.Connection) -> None:
-    """The (contentless) document table, its vocabulary, and a scratch table that stems words."""
+    """The (contentless) document table and its vocabulary, and a contentless scratch table
+    that stems words (one a column) and counts a batch of documents' words (in its first column).
+    """
     con.execute(f"CREATE VIRTUAL TABLE docs USING fts5(body, content='', tokenize='{_TOKENIZER}')")
     con.execute("CREATE VIRTUAL TABLE docs_vocab USING fts5vocab(docs, 'row')")
-    con.execute(f"CREATE VIRTUAL TABLE words USING fts5(body, tokenize='{_TOKENIZER}')")
-    con.execute("CREATE VIRTUAL TABLE words_vocab USING fts5vocab(words, 'instance')")
+    columns = ", ".join(_COLUMNS)
+    con.execute(
+        f"CREATE VIRTUAL TABLE words USING fts5({columns}, content='', tokenize='{_TOKENIZER}')"
+    )
+    con.execute("CREATE VIRTUAL TABLE words_stems USING fts5vocab(words, 'instance')")
+    con.execute("CREATE VIRTUAL TABLE words_docs USING fts5vocab(words, 'row')")
 
 
-class _Rarity:
-    """How many documents hold each word's stems, remembered between questions: a word's stems
-    for good, the counts until the documents change (:meth:`forget_counts`).
+def _scratch(con: sqlite3.Connection, rows: Iterable[Sequence[int | str]]) -> None:
+    """Make the scratch table hold exactly ``rows``: each a rowid, then texts for its first
+    columns.
     """
+    con.execute("INSERT INTO words(words) VALUES ('delete-all')")
+    for length, batch in itertools.groupby(rows, len):
+        names = ", ".join(_COLUMNS[: length - 1])
+        marks = ", ".join("?" * length)
+        con.executemany(f"INSERT INTO words(rowid, {names}) VALUES ({marks})", batch)
+
+
+#: How many documents hold a stem, given the stems (absent ones: in none).
+_Counts = Callable[[sqlite3.Connection, list[str]], Mapping[str, int]]
+
+
+def _counts_from_vocab(con: sqlite3.Connection, stems: list[str]) -> dict[str, int]:
+    """From the documents' vocabulary (which reads each stem's whole document list)."""
+    marks = ", ".join("?" * len(stems))
+    rows = con.execute(f"SELECT term, doc FROM docs_vocab WHERE term IN ({marks})", stems)
+    return dict(rows.fetchall())
+
+
+class _Stems:
+    """Each word's stems (the tokens the documents' tokenizer makes of it), remembered."""
 
     def __init__(self) -> None:
-        self.stems: dict[str, tuple[str, ...]] = {}
-        self.counts: dict[str, int] = {}
+        self.of: dict[str, tuple[str, ...]] = {}
 
-    def forget_counts(self) -> None:
-        self.counts.clear()
-
-    def of(self, con: sqlite3.Connection, terms: list[str]) -> list[int]:
-        """Per term, the most documents any of its stems is in (0: in none)."""
-        new = [t for t in terms if t not in self.stems]
-        if new:
-            con.execute("DELETE FROM words")
-            con.executemany(
-                "INSERT INTO words(rowid, body) VALUES (?, ?)",
-                ((k + 1, t) for k, t in enumerate(new)),
-            )
-            found: dict[str, list[str]] = {t: [] for t in new}
-            for stem, doc in con.execute("SELECT term, doc FROM words_vocab"):
-                found[new[int(doc) - 1]].append(stem)
-            self.stems.update((t, tuple(dict.fromkeys(v))) for t, v in found.items())
-        wanted = list(
-            dict.fromkeys(s for t in terms for s in self.stems[t] if s not in self.counts)
+    def learn(self, con: sqlite3.Connection, words: list[str]) -> None:
+        new = [w for w in dict.fromkeys(words) if w not in self.of]
+        if not new:
+            return
+        _scratch(
+            con,
+            ((k // _WIDE + 1, *new[k : k + _WIDE]) for k in range(0, len(new), _WIDE)),
         )
-        if wanted:
-            marks = ", ".join("?" * len(wanted))
-            rows = con.execute(f"SELECT term, doc FROM docs_vocab WHERE term IN ({marks})", wanted)
-            counts = dict(rows.fetchall())
-            self.counts.update((s, int(counts.get(s, 0))) for s in wanted)
-        return [max((self.counts[s] for s in self.stems[t]), default=0) for t in terms]
+        found: dict[str, list[str]] = {w: [] for w in new}
+        column = {name: k for k, name in enumerate(_COLUMNS)}
+        for stem, doc, col in con.execute("SELECT term, doc, col FROM words_stems"):
+            found[new[(int(doc) - 1) * _WIDE + column[col]]].append(stem)
+        self.of.update((w, tuple(dict.fromkeys(v))) for w, v in found.items())
 
 
-def _match(con: sqlite3.Connection, terms: list[str], rarity: _Rarity) -> str:
+def _match(con: sqlite3.Connection, terms: list[str], stems: _Stems, counted: _Counts) -> str:
     """The MATCH expression for ``terms``: all of them, or the :data:`MAX_QUERY_TERMS` rarest in
-    the documents (by how many documents hold their stems; ties to the earlier word).
+    the documents (by the most documents any of a word's stems is in; ties to the earlier word;
+    words in no document left out: they cannot make a document relevant).
     """
     if len(terms) > MAX_QUERY_TERMS:
-        held = rarity.of(con, terms)
-        # words found in no document match nothing: they cannot make a document relevant
-        found = [k for k in range(len(terms)) if held[k] > 0]
-        found.sort(key=lambda k: (held[k], k))
+        stems.learn(con, terms)
+        counts = counted(con, list(dict.fromkeys(s for t in terms for s in stems.of[t])))
+        rarity = [max((counts.get(s, 0) for s in stems.of[t]), default=0) for t in terms]
+        found = [k for k in range(len(terms)) if rarity[k] > 0]
+        found.sort(key=lambda k: (rarity[k], k))
         terms = [terms[k] for k in sorted(found[:MAX_QUERY_TERMS])]
         if not terms:
             return ""
@@ -120,7 +141,7 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
             "INSERT INTO docs(rowid, body) VALUES (?, ?)",
             ((i + 1, text) for i, text in enumerate(documents)),
         )
-        match = _match(con, terms, _Rarity())
+        match = _match(con, terms, _Stems(), _counts_from_vocab)
         rows = con.execute(_RANK, (match,)).fetchall() if match else []
     finally:
         con.close()
@@ -137,17 +158,23 @@ class RelevanceIndex(Generic[_Doc]):
     others are dropped), so that re-ranking a conversation whose cut part grew by a turn costs
     that turn, not the whole cut part. :meth:`rank` gives what :func:`rank_by_relevance` gives
     for the same documents in key order (bm25 reads the same statistics), with keys instead of
-    positions. The table is contentless: no copy of the text is kept. Not thread-safe: its
-    owner serialises access.
+    positions. The table is contentless: no copy of the text is kept. How many documents hold
+    each stem (which picks a long question's rarest words) is kept in a table once first needed,
+    and kept up to date as turns are added, so that a new question reads one row per word.
+    Not thread-safe: its owner serialises access.
     """
 
     def __init__(self, text: Callable[[_Doc], str]) -> None:
         self._text = text
         self._con = sqlite3.connect(":memory:", check_same_thread=False)
         _open(self._con)
+        # how many documents hold each stem, for picking a long question's rarest words: the
+        # vocabulary reads a stem's whole document list, this table one row
+        self._con.execute("CREATE TABLE counts(term TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID")
+        self._counted = False  # whether ``counts`` counts the documents (filled when first needed)
         self._docs: dict[int, _Doc] = {}
         self._ranked: tuple[str, list[tuple[int, float]]] | None = None  # the last ranking
-        self._rarity = _Rarity()
+        self._stems = _Stems()
 
     def keys(self) -> list[int]:
         """The keys of the documents held, in increasing order."""
@@ -160,23 +187,47 @@ class RelevanceIndex(Generic[_Doc]):
         held = self._docs
         gone = [k for k in held if k not in documents]
         new = [k for k in documents if k not in held]
-        if gone or new:
-            self._ranked = None
-            self._rarity.forget_counts()
+        if not gone and not new:
+            return
+        self._ranked = None
+        if gone or len(new) > len(held):
+            # dropped documents, or more new ones than held: count again when next needed
+            self._con.execute("DELETE FROM counts")
+            self._counted = False
         if gone:
             # a contentless table forgets a row given the text it was indexed with
             self._con.executemany(
                 "INSERT INTO docs(docs, rowid, body) VALUES('delete', ?, ?)",
                 [(k + 1, self._text(held.pop(k))) for k in gone],
             )
-        if new:
+        if new and self._counted:
+            # a few newly cut turns: indexed, and their words counted into ``counts``
+            texts = [self._text(documents[k]) for k in new]
+            self._con.executemany(
+                "INSERT INTO docs(rowid, body) VALUES (?, ?)",
+                [(k + 1, t) for k, t in zip(new, texts, strict=True)],
+            )
+            _scratch(self._con, enumerate(texts, 1))
+            self._con.execute(
+                "INSERT INTO counts(term, n) SELECT term, doc FROM words_docs WHERE true "
+                "ON CONFLICT(term) DO UPDATE SET n = n + excluded.n"
+            )
+        elif new:
             # a generator: one document's text at a time, never all of them at once
             self._con.executemany(
                 "INSERT INTO docs(rowid, body) VALUES (?, ?)",
                 ((k + 1, self._text(documents[k])) for k in new),
             )
-            for k in new:
-                held[k] = documents[k]
+        for k in new:
+            held[k] = documents[k]
+
+    def _counts(self, con: sqlite3.Connection, stems: list[str]) -> dict[str, int]:
+        if not self._counted:
+            con.execute("INSERT INTO counts(term, n) SELECT term, doc FROM docs_vocab")
+            self._counted = True
+        marks = ", ".join("?" * len(stems))
+        rows = con.execute(f"SELECT term, n FROM counts WHERE term IN ({marks})", stems)
+        return dict(rows.fetchall())
 
     def rank(self, query: str) -> list[tuple[int, float]]:
         """Keys of the documents matching ``query``, most relevant first (ties: later key).
@@ -188,7 +239,7 @@ class RelevanceIndex(Generic[_Doc]):
         terms = query_terms(query)
         if not terms or not self._docs:
             return []
-        match = _match(self._con, terms, self._rarity)
+        match = _match(self._con, terms, self._stems, self._counts)
         rows = self._con.execute(_RANK, (match,)).fetchall() if match else []
         ranked = [(int(rowid) - 1, -float(score)) for rowid, score in rows]
         self._ranked = (query, ranked)
@@ -247,6 +298,7 @@ def recall_turns(
         ranked = rank_by_relevance([document(t) for t in turns], query)
     chosen: list[tuple[int, list[int]]] = []
     used = 0
+    firsts, wholes = held.firsts, held.wholes
 
     def cost_of(unit: Unit) -> int:
         return layout.unit_cost(unit, messages, counter)
@@ -255,17 +307,22 @@ def recall_turns(
         if room - used < smallest:
             break  # not even the smallest turn's question fits any more
         turn = turns[index_]
-        if cost_of(turn[0]) > room - used:
+        first = firsts[index_]
+        if first < 0:
+            first = firsts[index_] = cost_of(turn[0])
+        if first > room - used:
             continue  # neither the turn nor its compact form (which starts with it) fits
+        cost = wholes[index_]
+        if cost < 0:
+            cost = wholes[index_] = first + sum(cost_of(u) for u in turn[1:])
         take = turn
-        cost = sum(cost_of(u) for u in turn)
         if used + cost > room:
             # compact form: the question and the last plain answer of that turn
             answer = next(
                 (u for u in reversed(turn[1:]) if not messages[u.indices[0]].tool_calls), None
             )
             take = [turn[0]] + ([answer] if answer else [])
-            cost = sum(cost_of(u) for u in take)
+            cost = first + (cost_of(answer) if answer else 0)
             if used + cost > room:
                 continue
         chosen.append((turn[0].indices[0], [i for u in take for i in u.indices]))
@@ -290,6 +347,9 @@ class _CutTurns:
             1 if layout.counted_from else min((t[0].cost for t in self.turns), default=0)
         )
         self.index: RelevanceIndex[list[Unit]] | None = None
+        # each turn's question's cost and its whole cost, once needed (-1: not yet)
+        self.firsts = [-1] * len(self.turns)
+        self.wholes = [-1] * len(self.turns)
 
 
 def _cut_turns(layout: Layout, cut: tuple[range, ...]) -> list[list[Unit]]:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from session_migrator import BudgetError, Message, SessionFitter, ToolCall, migrate
 from session_migrator._extractive import _score, _score_all
 from session_migrator._fit import Ledger, build_units
-from session_migrator._recall import RelevanceIndex, rank_by_relevance
+from session_migrator._recall import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
 from session_migrator._rules import chat_rule_violations
 from session_migrator._tokens import (
     EstimatingCounter,
@@ -50,23 +50,35 @@ def test_the_pre_checked_score_equals_the_plain_one(parts: list[str]) -> None:
 
 
 WORDS = "alpha beta gamma locker code port server invoice meeting flight charts".split()
+# more words than a question is searched by, some in no document, some made of two tokens
+LONG = WORDS + "delta epsilon zeta theta lockers coding ported invoices foo_bar x-ray".split()
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(min_value=0, max_value=2**32 - 1))
 def test_the_kept_index_ranks_as_a_fresh_one(seed: int) -> None:
     rng = random.Random(seed)
-    docs = {3 * i: " ".join(rng.choices(WORDS, k=rng.randint(1, 20))) for i in range(40)}
+    vocabulary = WORDS + LONG[len(WORDS) : len(WORDS) + rng.randint(0, 6)]
+    docs = {3 * i: " ".join(rng.choices(vocabulary, k=rng.randint(1, 20))) for i in range(40)}
     keys = sorted(docs)
     index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
+    low = high = 0
     for _ in range(8):
-        low = rng.randint(0, 20)
-        current = keys[low : rng.randint(low, 40)]
+        if rng.random() < 0.5:
+            low = rng.randint(0, 20)
+            high = rng.randint(low, 40)
+        else:
+            high = min(40, high + rng.randint(1, 3))  # the cut grows by a few turns
+        current = keys[low:high]
         index.sync({k: k for k in current})
         assert index.keys() == current
-        query = " ".join(rng.choices(WORDS, k=2))
-        fresh = rank_by_relevance([docs[k] for k in current], query)
-        assert index.rank(query) == [(current[i], score) for i, score in fresh]
+        for query in (
+            " ".join(rng.choices(WORDS, k=2)),
+            # a long question is searched by its rarest words: counted alike in both
+            " ".join(rng.sample(LONG, k=rng.randint(MAX_QUERY_TERMS + 1, len(LONG)))),
+        ):
+            fresh = rank_by_relevance([docs[k] for k in current], query)
+            assert index.rank(query) == [(current[i], score) for i, score in fresh]
 
 
 def _conversation(rng: random.Random, n: int) -> list[Message]:
