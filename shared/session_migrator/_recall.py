@@ -159,8 +159,8 @@ class RelevanceIndex(Generic[_Doc]):
     that turn, not the whole cut part. :meth:`rank` gives what :func:`rank_by_relevance` gives
     for the same documents in key order (bm25 reads the same statistics), with keys instead of
     positions. The table is contentless: no copy of the text is kept. How many documents hold
-    each stem (which picks a long question's rarest words) is kept in a table once first needed,
-    and kept up to date as turns are added, so that a new question reads one row per word.
+    each stem (which picks a long question's rarest words) is kept in a table, made with the
+    index and kept up to date as turns are added, so that a new question reads one row per word.
     Not thread-safe: its owner serialises access.
     """
 
@@ -171,7 +171,6 @@ class RelevanceIndex(Generic[_Doc]):
         # how many documents hold each stem, for picking a long question's rarest words: the
         # vocabulary reads a stem's whole document list, this table one row
         self._con.execute("CREATE TABLE counts(term TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID")
-        self._counted = False  # whether ``counts`` counts the documents (filled when first needed)
         self._docs: dict[int, _Doc] = {}
         self._ranked: tuple[str, list[tuple[int, float]]] | None = None  # the last ranking
         self._stems = _Stems()
@@ -190,18 +189,16 @@ class RelevanceIndex(Generic[_Doc]):
         if not gone and not new:
             return
         self._ranked = None
-        if gone or len(new) > len(held):
-            # dropped documents, or more new ones than held: count again when next needed
-            self._con.execute("DELETE FROM counts")
-            self._counted = False
+        # a few newly cut turns are counted into ``counts`` as they come; otherwise (the first
+        # sync, dropped turns, more new turns than held) ``counts`` is made again from the index
+        recount = bool(gone) or len(new) > len(held)
         if gone:
             # a contentless table forgets a row given the text it was indexed with
             self._con.executemany(
                 "INSERT INTO docs(docs, rowid, body) VALUES('delete', ?, ?)",
                 [(k + 1, self._text(held.pop(k))) for k in gone],
             )
-        if new and self._counted:
-            # a few newly cut turns: indexed, and their words counted into ``counts``
+        if new and not recount:
             texts = [self._text(documents[k]) for k in new]
             self._con.executemany(
                 "INSERT INTO docs(rowid, body) VALUES (?, ?)",
@@ -218,13 +215,13 @@ class RelevanceIndex(Generic[_Doc]):
                 "INSERT INTO docs(rowid, body) VALUES (?, ?)",
                 ((k + 1, self._text(documents[k])) for k in new),
             )
+        if recount:
+            self._con.execute("DELETE FROM counts")
+            self._con.execute("INSERT INTO counts(term, n) SELECT term, doc FROM docs_vocab")
         for k in new:
             held[k] = documents[k]
 
     def _counts(self, con: sqlite3.Connection, stems: list[str]) -> dict[str, int]:
-        if not self._counted:
-            con.execute("INSERT INTO counts(term, n) SELECT term, doc FROM docs_vocab")
-            self._counted = True
         marks = ", ".join("?" * len(stems))
         rows = con.execute(f"SELECT term, n FROM counts WHERE term IN ({marks})", stems)
         return dict(rows.fetchall())
