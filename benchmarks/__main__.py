@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", help="comma-separated conversation sizes (speed)")
     parser.add_argument("--cap", type=float, help="seconds a built-in's cell may take")
     parser.add_argument("--only", help="comma-separated speed cell keys")
-    parser.add_argument("--no-memory", action="store_true", help="skip the traced-memory runs")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
     parser.add_argument("--skip", action="append", default=[],
                         choices=["speed", "retention", "store"], help="repeatable")  # fmt: skip
     parser.add_argument("--out", type=Path, help="folder for results.md and results.json")

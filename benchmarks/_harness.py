@@ -3,16 +3,18 @@
 Every cell is a generator run in a forked child (see :mod:`benchmarks._capped`). It yields one
 ``{"kind": "run", "samples": {phase: [seconds, ...]}}`` per repetition, what the first
 repetition kept (``"kept"``), for this project's adapters a probe of the read after one more
-append (``"probe"``), and the peak of traced Python memory in one extra repetition
-(``"memory"``). Each call is timed after a full garbage collection (:func:`timed`).
+append (``"probe"``), and the peak of the Python heap and of SQLite's heap in one extra
+repetition (``"memory"``). Each call is timed after a full garbage collection (:func:`timed`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,23 +122,71 @@ def kept_record(ctx: Context, kept: Sequence[Message]) -> Record:
     }
 
 
+class _SqliteHeap:
+    """SQLite's own heap (``sqlite3_memory_used`` and ``sqlite3_memory_highwater``, read with
+    ctypes from the library the ``sqlite3`` module uses), which ``tracemalloc`` does not see:
+    the recall index lives there.
+    """
+
+    def __init__(self, library: str) -> None:
+        self._lib = ctypes.CDLL(library)
+        self._lib.sqlite3_memory_used.restype = ctypes.c_int64
+        self._lib.sqlite3_memory_highwater.restype = ctypes.c_int64
+        self._lib.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
+
+    def used(self) -> int:
+        return int(self._lib.sqlite3_memory_used())
+
+    def highwater(self, reset: bool = False) -> int:
+        return int(self._lib.sqlite3_memory_highwater(int(reset)))
+
+
+def _sqlite_heap() -> _SqliteHeap | None:
+    import sqlite3
+
+    sqlite3.connect(":memory:").close()  # the library is initialised by its first connection
+    library = ctypes.util.find_library("sqlite3")
+    try:
+        return _SqliteHeap(library) if library else None
+    except (OSError, AttributeError):
+        return None
+
+
 def peak(fn: Callable[[], Any]) -> Record:
+    """The peak of the Python heap (``tracemalloc``) and of SQLite's heap while ``fn`` runs,
+    and their sum (``peak_bytes``: at least the peak of the two together).
+    """
+    sqlite = _sqlite_heap()
     gc.collect()
+    base = sqlite.used() if sqlite else 0
+    if sqlite:
+        sqlite.highwater(reset=True)
     tracemalloc.start()
     try:
         fn()
-        peak = tracemalloc.get_traced_memory()[1]
+        python = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    return {"kind": "memory", "peak_bytes": peak}
+    record: Record = {"kind": "memory", "python_peak_bytes": python, "peak_bytes": python}
+    if sqlite:
+        record["sqlite_peak_bytes"] = max(0, sqlite.highwater() - base)
+        record["peak_bytes"] = python + record["sqlite_peak_bytes"]
+    return record
 
 
 Samples = dict[str, list[float]]
 One = Callable[[int], tuple[Samples, Sequence[Message] | None]]
 
 
-def repeat(ctx: Context, one: One, *, memory: Callable[[], Any] | None) -> Iterator[Record]:
-    """``ctx.runs`` repetitions (fewer once a third of the cap is used), then the traced one."""
+def repeat(
+    ctx: Context,
+    one: One,
+    *,
+    memory: Callable[[], Any] | Mapping[str, Callable[[], Any]] | None,
+) -> Iterator[Record]:
+    """``ctx.runs`` repetitions (fewer once a third of the cap is used), then the traced one
+    (one per store when ``memory`` maps store URLs to runs).
+    """
     started = time.perf_counter()
     last = 0.0
     for r in range(ctx.runs):
@@ -150,4 +200,8 @@ def repeat(ctx: Context, one: One, *, memory: Callable[[], Any] | None) -> Itera
             yield kept_record(ctx, kept)
     # a traced run is about 3 times slower: only when asked and when it fits in the cap
     if ctx.memory and memory is not None and time.perf_counter() - started + 4 * last < ctx.cap:
-        yield peak(memory)
+        if callable(memory):
+            yield peak(memory)
+        else:
+            for store, run in memory.items():
+                yield {**peak(run), "store": store}

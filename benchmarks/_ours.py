@@ -10,6 +10,8 @@ read ("append"), the core's re-fit inside it ("refit") and the floor's yardstick
 
 from __future__ import annotations
 
+import functools
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -29,7 +31,11 @@ from benchmarks._harness import (
 from session_migrator import Message
 from session_migrator._tokens import BaseCounter, TiktokenCounter, counter_for
 
-__all__ = ["langchain_history", "llamaindex_memory", "migrate_cold"]
+__all__ = ["STORES", "langchain_history", "llamaindex_memory", "migrate_cold"]
+
+#: The stores the adapters' memory is measured with: the in-memory one the timings use (it keeps
+#: a JSON copy of the whole conversation in RAM) and the default, an embedded SQLite file.
+STORES = ("memory://", "sqlite:///{folder}/bench.db")
 
 
 class _Calls:
@@ -75,7 +81,9 @@ class _Calls:
 class _Adapter:
     """How to drive one of this project's framework adapters."""
 
-    build: Callable[[int], Any]  # a new history/memory holding the conversation
+    build: Callable[
+        [int, str], Any
+    ]  # a new history/memory (in that store) holding the conversation
     read: Callable[[Any], list[Any]]  # the fitted read
     append: Callable[[Any, int], None]  # append ctx.new[k]
     fitted: Callable[[Any], Sequence[Message]]  # the core messages of the last fit
@@ -149,7 +157,7 @@ def _yardstick(fresh: TiktokenCounter, new: Message, kept: list[Message]) -> flo
 def _adapter_work(ctx: Context, adapter: _Adapter) -> Iterator[Record]:
     def one(r: int) -> tuple[Samples, Sequence[Message]]:
         reset_counts()
-        history = adapter.build(r)
+        history = adapter.build(r, "memory://")
         cold, out = timed(lambda: adapter.read(history))
         samples: Samples = {"cold": [cold], "warm": [], "append": [], "refit": [], "yardstick": []}
         for _ in range(WARM_READS):
@@ -169,16 +177,19 @@ def _adapter_work(ctx: Context, adapter: _Adapter) -> Iterator[Record]:
             probes.append(_probe(ctx, adapter, history))
         return samples, adapter.to_core(out)
 
-    def whole() -> None:
+    def whole(store: str) -> None:
         reset_counts()
-        history = adapter.build(0)
-        adapter.read(history)
-        adapter.read(history)
-        adapter.append(history, 0)
-        adapter.read(history)
+        with tempfile.TemporaryDirectory() as folder:
+            url = store.format(folder=folder)
+            history = adapter.build(0, url)
+            adapter.read(history)
+            adapter.read(history)
+            adapter.append(history, 0)
+            adapter.read(history)
+            history.close()
 
     probes: list[Record] = []
-    for record in repeat(ctx, one, memory=whole):
+    for record in repeat(ctx, one, memory={s: functools.partial(whole, s) for s in STORES}):
         yield record
         yield from probes
         probes.clear()
@@ -188,11 +199,11 @@ def langchain_history(strategy: str) -> Callable[[Context], Iterator[Record]]:
     def work(ctx: Context) -> Iterator[Record]:
         from langchain_session_migrator import FittedChatMessageHistory, messages_to_core
 
-        def build(r: int) -> FittedChatMessageHistory:
+        def build(r: int, store: str) -> FittedChatMessageHistory:
             history = FittedChatMessageHistory(
                 f"bench-{r}",
                 model=ctx.window,
-                store="memory://",
+                store=store,
                 strategy=strategy,
                 reserve_output=0,
                 reserve_tokens=0,
@@ -218,10 +229,10 @@ def llamaindex_memory(strategy: str) -> Callable[[Context], Iterator[Record]]:
     def work(ctx: Context) -> Iterator[Record]:
         from llamaindex_session_migrator import SessionMigratorMemory, from_chat_messages
 
-        def build(r: int) -> SessionMigratorMemory:
+        def build(r: int, store: str) -> SessionMigratorMemory:
             memory = SessionMigratorMemory.from_defaults(
                 chat_store_key=f"bench-{r}",
-                store="memory://",
+                store=store,
                 model=ctx.window,
                 strategy=strategy,
                 reserve_output=0,

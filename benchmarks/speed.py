@@ -52,6 +52,11 @@ LOOKUP_SLACK = 16
 #: ... and tokenize, besides the new message, at most this many tokens (the note on what was
 #: left out, whose message count changes).
 NOTE_TOKENS = 64
+#: The adapters' memory runs: the record's key in a cell, and the store it used.
+MEMORY_STORES = (
+    ("memory_default", "default store (SQLite file)"),
+    ("memory", "memory:// store"),
+)
 #: The reference row for the ratios: the LangChain adapter's default read path.
 REFERENCE = "lc-auto"
 
@@ -99,7 +104,11 @@ def _summarise(cell: Cell, ctx: Context, cap: float) -> dict[str, Any]:
     }
     for record in capped.records:
         if record["kind"] in ("kept", "memory", "probe"):
-            out[record["kind"]] = {k: v for k, v in record.items() if k != "kind"}
+            # the adapters' memory with the default store goes apart; memory:// is "memory"
+            default = record["kind"] == "memory" and record.get("store", "").startswith("sqlite")
+            out["memory_default" if default else record["kind"]] = {
+                k: v for k, v in record.items() if k != "kind"
+            }
     return out
 
 
@@ -184,6 +193,10 @@ def _brief(cell: dict[str, Any]) -> str:
     if cell["over_cap_s"] is not None:
         return f"over {cell['over_cap_s']:g} s"
     return "  ".join(f"{p} {_ms(s)}" for p, s in cell["median_s"].items())
+
+
+def _mb(size: int | None) -> str:
+    return "-" if size is None else f"{size / 1e6:.1f} MB"
 
 
 def _ms(seconds: float | None) -> str:
@@ -335,19 +348,22 @@ def floors(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "one pass over the kept messages' cached counts: median "
                 f"{_ms(statistics.median(b for _, b in pairs))}), the median of the ratios",
             )
-    for key, label in ADAPTER_ROWS:
-        cell = result["results"].get(key, {}).get(str(m), {})
-        peak = cell.get("memory", {}).get("peak_bytes")
-        size = result["conversations"].get(str(m), {}).get("text_bytes")
-        add(
-            "memory within 3x the conversation's text",
-            label,
-            peak / size if peak and size else None,
-            3.0,
-            False,
-            f"{m:,} messages: peak traced memory (store, history, cold + warm + append reads) "
-            "/ UTF-8 bytes of the text",
-        )
+    size = result["conversations"].get(str(m), {}).get("text_bytes")
+    for which, store in MEMORY_STORES:
+        for key, label in ADAPTER_ROWS:
+            memory = result["results"].get(key, {}).get(str(m), {}).get(which, {})
+            peak = memory.get("peak_bytes")
+            add(
+                f"memory within 3x the conversation's text, {store}",
+                label,
+                peak / size if peak and size else None,
+                3.0,
+                False,
+                f"{m:,} messages, {store}: (peak of the Python heap, "
+                f"{_mb(memory.get('python_peak_bytes'))}, + peak of SQLite's heap, "
+                f"{_mb(memory.get('sqlite_peak_bytes'))}; the store, the history, cold + warm + "
+                "append reads) / UTF-8 bytes of the text",
+            )
     return out
 
 
@@ -394,8 +410,9 @@ def markdown(result: dict[str, Any]) -> str:
         "What each kept (first call; tokens counted with o200k in the chat format, the budget is "
         "a quarter of the session), whether the result is over the budget or breaks a chat rule "
         "(an orphan tool result, a call without its result, not starting with a user message), "
-        "and the peak of traced Python memory (for this project's adapters: the store, the "
-        "history and the three reads).",
+        "and the peak memory: the Python heap's (`tracemalloc`) plus SQLite's own heap's "
+        "(`sqlite3_memory_highwater`, which holds the recall index; in brackets where there is "
+        "any), for this project's adapters over the store, the history and the three reads.",
         "",
         "| method | strategy | "
         + " | ".join(f"{s:,}: kept msgs / tokens / peak" for s in sizes)
@@ -407,6 +424,27 @@ def markdown(result: dict[str, Any]) -> str:
         for s in sizes:
             row.append(_kept_text(result["results"][cell["key"]].get(str(s), {})))
         lines.append("| " + " | ".join(row) + " |")
+    lines += [
+        "",
+        "This project's adapters by store: the peak above is with `memory://` (the store the "
+        "timings use, which keeps a JSON copy of the whole conversation in RAM); with the "
+        "default store, an embedded SQLite file, that copy is on disk. Peak memory (Python heap "
+        "+ SQLite heap) and its ratio to the conversation's text.",
+        "",
+        "| method | strategy | store | " + " | ".join(f"{s:,}" for s in sizes) + " |",
+        "|---|---|---|" + "---:|" * len(sizes),
+    ]
+    for cell in result["cells"]:
+        if not cell["ours"] or not cell["key"].startswith(("lc-", "li-")):
+            continue
+        for which, store in reversed(MEMORY_STORES):
+            row = [cell["method"], cell["strategy"], store]
+            for s in sizes:
+                memory = result["results"][cell["key"]].get(str(s), {}).get(which, {})
+                peak = memory.get("peak_bytes")
+                text = conv[str(s)]["text_bytes"]
+                row.append(f"{_mb(peak)} (×{peak / text:.2f})" if peak else "-")
+            lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
@@ -441,10 +479,14 @@ def _kept_text(cell: dict[str, Any]) -> str:
         flags.append("over budget")
     if kept["violations"]:
         flags.append(f"{kept['violations']} rule breaks")
-    peak = cell.get("memory", {}).get("peak_bytes")
+    memory = cell.get("memory", {})
+    peak = memory.get("peak_bytes")
+    sqlite = memory.get("sqlite_peak_bytes") or 0
     text = f"{kept['messages']:,} / {kept['tokens']:,} / " + (
         f"{peak / 1e6:.1f} MB" if peak is not None else "-"
     )
+    if sqlite >= 50_000:
+        text += f" (SQLite {sqlite / 1e6:.1f})"
     return text + (f" ({', '.join(flags)})" if flags else "")
 
 

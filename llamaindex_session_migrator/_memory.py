@@ -15,7 +15,6 @@ from llama_index.core.bridge.pydantic import PrivateAttr, model_validator
 from llama_index.core.llms import LLM
 from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
-from llama_index.core.utils import get_tokenizer
 
 from llamaindex_session_migrator._convert import from_chat_message, to_chat_message
 from llamaindex_session_migrator._instrumentation import listen
@@ -128,6 +127,11 @@ class _PromptTokenizer:
         return [0] * (counter.count_text(text) + TOKENS_PER_MESSAGE + 1) if text else []
 
 
+def _unset_tokenizer(text: str) -> list[int]:
+    """The placeholder ``tokenizer_fn`` between validation and ``model_post_init``."""
+    raise RuntimeError("SessionMigratorMemory is not initialised yet")
+
+
 class _Listener:
     """Tells one memory (held weakly) about the chat calls that carried its history."""
 
@@ -214,7 +218,9 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             if values["token_limit"] < 1:
                 raise ValueError("token_limit must be greater than 0")
             if values.get("tokenizer_fn") is None:
-                values["tokenizer_fn"] = get_tokenizer()
+                # set to the prompt tokenizer once the memory exists (model_post_init): the
+                # parent's default would load LlamaIndex's global tiktoken encoding for nothing
+                values["tokenizer_fn"] = _unset_tokenizer
         return values
 
     @classmethod
@@ -269,11 +275,9 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             )
         memory = cls(
             token_limit=token_limit if token_limit is not None else _NO_CAP,
-            tokenizer_fn=tokenizer_fn or get_tokenizer(),
+            tokenizer_fn=tokenizer_fn,
             chat_store_key=chat_store_key,
         )
-        if tokenizer_fn is None:
-            memory.tokenizer_fn = _PromptTokenizer(memory)
         memory._store_spec = store
         memory._strategy = strategy
         memory._summarizer = (
@@ -298,6 +302,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
+        if self.tokenizer_fn is _unset_tokenizer:
+            self.tokenizer_fn = _PromptTokenizer(self)
         self._listener = _Listener(self)
         listen(self._listener)
 

@@ -587,3 +587,30 @@ def test_the_cut_is_kept_while_new_turns_fit_unless_slack_is_zero() -> None:
 def test_slack_must_be_a_small_share() -> None:
     with pytest.raises(ValueError, match="slack"):
         SessionMigratorMemory.from_defaults(chat_store_key="x", store="memory://", slack=0.7)
+
+
+def test_its_tokenizer_counts_for_the_model_and_loads_no_llamaindex_encoding(
+    make_memory: MemoryFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import llama_index.core
+
+    # the parent's default tokenizer would load LlamaIndex's global tiktoken encoding
+    monkeypatch.setattr(llama_index.core, "global_tokenizer", None)
+    window = ModelWindow("w", "p", 4_000, 4_000, 0, "o200k_base", "explicit")
+    made = [
+        make_memory(model=window),
+        SessionMigratorMemory(token_limit=1_000, chat_store_key="direct"),
+        SessionMigratorMemory.model_validate({"token_limit": 1_000}),
+    ]
+    assert llama_index.core.global_tokenizer is None
+    text = "How many tokens does the engine's system prompt take?"
+    # a message's chat-format overhead on top of the text, so that prefix + history fit
+    assert len(made[0].tokenizer_fn(text)) > COUNTER.count_text(text)
+    assert len(made[0].tokenizer_fn(text)) == len(made[0].tokenizer_fn(text))
+    assert made[0].tokenizer_fn("") == []
+    for memory in made[1:]:
+        assert len(memory.tokenizer_fn(text)) > 0
+        memory.close()
+    # a tokenizer given explicitly is kept
+    mine = make_memory("own", tokenizer_fn=lambda t: t.split())
+    assert mine.tokenizer_fn("a b c") == ["a", "b", "c"]
