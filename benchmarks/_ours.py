@@ -81,9 +81,8 @@ class _Calls:
 class _Adapter:
     """How to drive one of this project's framework adapters."""
 
-    build: Callable[
-        [int, str], Any
-    ]  # a new history/memory (in that store) holding the conversation
+    # a new history/memory holding the conversation, in the store at that URL
+    build: Callable[[int, str], Any]
     read: Callable[[Any], list[Any]]  # the fitted read
     append: Callable[[Any, int], None]  # append ctx.new[k]
     fitted: Callable[[Any], Sequence[Message]]  # the core messages of the last fit
