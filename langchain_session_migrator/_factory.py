@@ -22,6 +22,7 @@ from langchain_session_migrator._history import (
 )
 from langchain_session_migrator._models import model_map, window_for
 from session_migrator import ModelWindow
+from session_migrator._fit import check_slack
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._strategies import Compressor
 from session_migrator._summarizers import Summarizer
@@ -89,6 +90,7 @@ class FittedHistoryFactory:
     ) -> None:
         from session_migrator.store import open_store
 
+        self.slack = check_slack(slack)  # before the store is opened, so a bad value leaks none
         self._owns_store = store is None or isinstance(store, str)
         self.store = open_store(store) if self._owns_store else store
         self.strategy = strategy
@@ -99,7 +101,6 @@ class FittedHistoryFactory:
         self.reserve_tokens = reserve_tokens
         self.workspace = workspace
         self.max_sessions = max_sessions
-        self.slack = slack
         self.watcher = watcher or ModelWatcher(session_key=session_key)
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()

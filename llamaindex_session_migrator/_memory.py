@@ -107,8 +107,10 @@ class _View(NamedTuple):
     templates: list[ChatMessage]
     #: the positions handed out as fresh copies on every read (see :func:`_edited_positions`)
     fresh: tuple[int, ...]
-    #: ``id()`` of every template: the instrumentation listener's test for "our history"
-    ids: frozenset[int]
+    #: ``id()`` of every object the last read handed out (the templates not at ``fresh``
+    #: positions and that read's fresh copies): the instrumentation listener's test for "our
+    #: history". Updated in place by each read of this view (under the memory's lock).
+    ids: set[int]
 
 
 class _PromptTokenizer:
@@ -347,17 +349,20 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         fresh copies); else (engines that format the history into new objects) a message equal
         to the last one handed out.
         """
-        view, handed = self._view, self._handed
+        private = _private(self)
+        view: _View | None = private["_view"]
+        handed: tuple[ChatMessage, ...] = private["_handed"]
         if view is None or not handed:
             return False
         if exact:
-            shared, fresh = view.ids, {id(h) for h in handed}
-            carried = any(id(m) in shared or id(m) in fresh for m in messages)
+            ids = view.ids
+            carried = any(id(m) in ids for m in messages)
         else:
             last = handed[-1]
             carried = any(isinstance(m, ChatMessage) and m == last for m in messages)
         if carried:
-            self._tracker.observe(model_dict)
+            tracker: ModelTracker = private["_tracker"]
+            tracker.observe(model_dict)
         return carried
 
     # -- the fitted view -------------------------------------------------------------------
@@ -439,19 +444,24 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         private = _private(self)
         with private["_lock"]:
             view: _View | None = private["_view"]
+            stale: tuple[ChatMessage, ...] = ()  # the copies of the view's previous read
             if view is None or view.result is not result:
                 templates = [self._template(m) for m in result.messages]
-                view = _View(
-                    result,
-                    templates,
-                    _edited_positions(templates),
-                    frozenset(map(id, templates)),
-                )
+                fresh = _edited_positions(templates)
+                shared = {id(t) for i, t in enumerate(templates) if i not in fresh}
+                view = _View(result, templates, fresh, shared)
                 private["_view"] = view
+            else:
+                stale = private["_handed"]
             out = view.templates.copy()
             for i in view.fresh:
                 out[i] = _copy(out[i])
-            private["_handed"] = tuple(out[i] for i in view.fresh)
+            handed = tuple(out[i] for i in view.fresh)
+            # the new copies are added before the stale ones go (a listener always finds them);
+            # both are alive here, so no id of one can be an id of the other
+            view.ids.update(map(id, handed))
+            view.ids.difference_update(map(id, stale))
+            private["_handed"] = handed
             return out
 
     def get(

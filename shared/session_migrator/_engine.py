@@ -7,7 +7,6 @@ keep are listed there.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -23,9 +22,9 @@ from session_migrator._fit import (
 from session_migrator._messages import MARKER_KEY, Message
 from session_migrator._recall import recall_turns
 from session_migrator._result import CompressionResult, broken_note, latest_user_text
-from session_migrator._steady import Steady, again
+from session_migrator._steady import Steady, _without, again
 from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
-from session_migrator._tokens import REPLY_PRIMING, TokenCounter
+from session_migrator._tokens import REPLY_PRIMING, TokenCounter, remembered_count
 
 #: The smallest room the conversation needs after the system prompt.
 MIN_CONVERSATION_TOKENS = 24
@@ -154,7 +153,7 @@ class _Engine:
             notes,
             # when the cut part is one slice with no system or broken message in it, the
             # messages left out of the result are ``left_out``: no need to walk them all
-            _left_out_ids(layout, span, left_out, recalled) if span is not None else None,
+            _without(layout.ids, span, recalled_at) if span is not None else None,
         )
         total = counter.count_messages(result.messages)
         if total > budget:  # pragma: no cover - guarded by construction; a bug if reached
@@ -198,26 +197,28 @@ class _Engine:
         self, messages: Sequence[Message], layout: Layout, budget: int, counter: TokenCounter
     ) -> tuple[list[Message], list[str]]:
         system = [messages[i] for i in layout.system]
-        cost = sum(counter.count_message(m) for m in system)
+        costs = [counter.count_message(m) for m in system]
         limit = budget - REPLY_PRIMING - MIN_CONVERSATION_TOKENS
-        # what the system prompt takes at the least: each message cut down to "[...]"
-        smallest = sum(
-            min(counter.count_message(m), counter.count_message(m.replace(content=_ELLIPSIS)))
-            for m in system
-        )
+
+        def smallest() -> int:
+            """What the system prompt takes at the least: each message cut down to "[...]"."""
+            return sum(
+                min(cost, counter.count_message(m.replace(content=_ELLIPSIS)))
+                for m, cost in zip(system, costs, strict=True)
+            )
+
         if limit < 0:
             raise BudgetError(
                 f"a budget of {budget} tokens cannot hold any conversation; choose a larger "
                 "model or reserve fewer output tokens",
                 budget=budget,
-                needed=REPLY_PRIMING + MIN_CONVERSATION_TOKENS + smallest,
+                needed=REPLY_PRIMING + MIN_CONVERSATION_TOKENS + smallest(),
             )
-        if cost <= limit or not system:
+        if sum(costs) <= limit or not system:
             return system, []
         # the system prompt alone is over the budget: cut it to half the room, the small
         # messages kept whole and the large ones sharing the rest (max-min fair)
         target_total = max(limit // 2, 0)
-        costs = [counter.count_message(m) for m in system]
         shares = [0] * len(system)
         remaining = target_total
         by_size = sorted(range(len(system)), key=lambda k: costs[k])
@@ -234,7 +235,9 @@ class _Engine:
                     f"a budget of {budget} tokens cannot hold the system prompt even cut down; "
                     "choose a larger model",
                     budget=budget,
-                    needed=max(budget + 1, REPLY_PRIMING + MIN_CONVERSATION_TOKENS + 2 * smallest),
+                    needed=max(
+                        budget + 1, REPLY_PRIMING + MIN_CONVERSATION_TOKENS + 2 * smallest()
+                    ),
                 ) from exc
             if new is not m:
                 truncated.append(m.id)
@@ -308,7 +311,7 @@ class _Engine:
         if (
             previous_text is not None
             and not fresh
-            and _text_tokens(counter, previous_text) <= limit
+            and remembered_count(counter, previous_text) <= limit
         ):
             text = previous_text
         else:
@@ -320,7 +323,7 @@ class _Engine:
                     # the extractive summarizer may find nothing worth keeping; a model may not
                     raise SummarizerError(f"{used_name} returned no summary text")
                 if not isinstance(self.summarizer, ExtractiveSummarizer):
-                    written = _text_tokens(counter, text)
+                    written = remembered_count(counter, text)
                     if written > limit:
                         raise SummarizerError(
                             f"{used_name} wrote {written} tokens, over its limit of {limit}"
@@ -443,34 +446,3 @@ def _cut_messages(
         return list(messages[start:stop]), (start, stop)
     indices = [i for r in ranges for k in r for i in units[k].indices]
     return [messages[i] for i in sorted(indices + layout.broken)], None
-
-
-def _left_out_ids(
-    layout: Layout, span: tuple[int, int], left_out: list[Message], recalled: list[Message]
-) -> list[str]:
-    """The ids of ``left_out``, the cut slice ``span`` less the recalled messages."""
-    if not recalled and len(layout.ids) >= span[1]:
-        return list(layout.ids[span[0] : span[1]])
-    return [m.id for m in left_out]
-
-
-#: Token counts of long texts (summaries, re-read at every fit), by counter name and digest.
-_LONG_TEXT = 2048
-_long_counts: dict[tuple[str, bytes], int] = {}
-_LONG_COUNTS_LIMIT = 64
-
-
-def _text_tokens(counter: TokenCounter, text: str) -> int:
-    """``counter.count_text(text)``, remembered for long texts (a rolling summary is counted at
-    every fit); keyed by a digest, so no text is kept.
-    """
-    if len(text) < _LONG_TEXT:
-        return counter.count_text(text)
-    key = (counter.name, hashlib.blake2b(text.encode("utf-8", "surrogatepass")).digest())
-    tokens = _long_counts.get(key)
-    if tokens is None:
-        tokens = counter.count_text(text)
-        if len(_long_counts) >= _LONG_COUNTS_LIMIT:
-            _long_counts.clear()
-        _long_counts[key] = tokens
-    return tokens

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate, compress
 
 from session_migrator._messages import Message
-from session_migrator._tokens import TokenCounter
+from session_migrator._tokens import TokenCounter, remembered_count
 
 __all__ = ["ExtractiveSummarizer"]
 
@@ -476,7 +476,8 @@ class ExtractiveSummarizer:
                     owners.append(-1)
                     scores.append(_memo.get("score", kept, _score) + 1.0)
         shares = [self.shares.get(m.role, 1.0) for m in messages]
-        cap = _reading_cap([len(m.text) for m in messages], shares, self.read_budget(max_tokens))
+        bodies = [m.text for m in messages]  # a message of parts joins them: once
+        cap = _reading_cap([len(b) for b in bodies], shares, self.read_budget(max_tokens))
         weights = [_ROLE_WEIGHT.get(m.role, 1.0) for m in messages]
         # the sentences read wait to be scored a block at a time (the tool calls met meanwhile
         # wait beside them, each with how many sentences came before it); only what scores is kept
@@ -516,7 +517,7 @@ class ExtractiveSummarizer:
                     call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
                 )
                 calls.append((len(waiting), f"called {call.name}({args})", index))
-            text = message.text
+            text = bodies[index]
             if not text:
                 continue
             share = shares[index]
@@ -560,7 +561,7 @@ class ExtractiveSummarizer:
             if used + len(text) // 8 + 1 > max_tokens:
                 misses += 1
             else:
-                cost = int(_memo.get("tokens:" + counter.name, text, counter.count_text)) + 1
+                cost = remembered_count(counter, text) + 1
                 if used + cost <= max_tokens:
                     chosen[position] = text
                     seen.add(text)

@@ -62,17 +62,17 @@ class Unit:
 class Layout:
     """A conversation split into pinned system messages, units, and broken messages.
 
-    ``costs`` are the per-message counts the units were built from, ``ids`` the messages' ids,
-    ``units_cost`` the sum of the units' costs, and ``system_first`` says that every system
-    message comes before the first unit (so that, with no broken message, the messages of units
-    ``[a, b)`` are one contiguous slice). ``cache`` is state a strategy may keep from one fit of
-    a growing conversation to the next (a :class:`Ledger`'s; ``None``: nothing is kept).
+    ``ids`` are the messages' ids, ``units_cost`` the sum of the units' costs, and
+    ``system_first`` says that every system message comes before the first unit (so that, with
+    no broken message, the messages of units ``[a, b)`` are one contiguous slice). ``cache`` is
+    state a strategy may keep from one fit of a growing conversation to the next (a
+    :class:`Ledger`'s; ``None``: nothing is kept).
 
     ``slack`` (a :class:`Ledger`'s): the share of the room for the newest turns that a cut leaves
     free, so that the next messages fit without cutting again (see :class:`Ledger`).
 
     ``counted_from``: the messages before this index that are not system messages were not
-    counted (their entries in ``costs`` and in their units' costs are 0): a cold migration counts
+    counted (their units' costs are 0): a cold migration counts
     the newest messages only until they are over the budget. Only the newest units are read by
     cost; whoever needs a cut unit's cost counts its messages (:meth:`unit_cost`).
     """
@@ -80,7 +80,6 @@ class Layout:
     system: list[int]
     units: list[Unit]
     broken: list[int]
-    costs: Sequence[int] = ()
     ids: Sequence[str] = ()
     units_cost: int = 0
     system_first: bool = True
@@ -121,7 +120,6 @@ class Ledger:
         self._count = count
         self.slack = check_slack(slack)
         self.messages: list[Message] = []
-        self.costs: list[int] = []
         self.ids: list[str] = []
         self.total = 0  # every message's cost, system and broken ones included
         self._system: list[int] = []
@@ -145,7 +143,6 @@ class Ledger:
             costs = [self._count(m) for m in messages]
         start = len(self.messages)
         self.messages.extend(messages)
-        self.costs.extend(costs)
         self.ids.extend(m.id for m in messages)
         self.total += sum(costs)
         units = self._units
@@ -198,7 +195,6 @@ class Ledger:
             self._system,
             units,
             broken,
-            self.costs,
             self.ids,
             self._units_cost,
             self._system_first,

@@ -27,8 +27,8 @@ from session_migrator._fit import Ledger, check_slack
 from session_migrator._messages import Message
 from session_migrator._migrate import (
     MigrationResult,
+    _migrate,
     default_counter,
-    migrate_ledger,
     resolve_target,
 )
 from session_migrator._strategies import Compressor
@@ -203,8 +203,8 @@ class SessionFitter:
                 return self._cache[1]
             ledger = self._ledger_for(messages, counter)
             previous = self._stored_summary()
-            result = migrate_ledger(
-                ledger,
+            result = _migrate(
+                ledger.messages,
                 window,
                 strategy=self.strategy,
                 query=query,
@@ -214,6 +214,7 @@ class SessionFitter:
                 previous_summary=previous[0] if previous else None,
                 extra_reserved=extra_reserved,
                 source_model=self._previous_target(),
+                ledger=ledger,
             )
             self._persist_counts(messages, counter)
             if result.summary is not None:

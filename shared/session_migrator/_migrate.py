@@ -19,10 +19,8 @@ from session_migrator._strategies import Compressor, _Strategy, get_strategy, la
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import (
     REPLY_PRIMING,
-    EstimatingCounter,
-    HeuristicCounter,
-    TiktokenCounter,
     TokenCounter,
+    count_all,
     counter_for,
 )
 from session_migrator._windows import Budget, ModelWindow
@@ -229,37 +227,6 @@ def migrate(
     )
 
 
-def migrate_ledger(
-    ledger: Ledger,
-    target: str | ModelWindow,
-    *,
-    counter: TokenCounter,
-    strategy: str | Compressor = "auto",
-    query: str | None = None,
-    summarizer: Summarizer | None = None,
-    reserve_output: int | None = None,
-    previous_summary: Summary | None = None,
-    extra_reserved: int = 0,
-    source_model: str | None = None,
-) -> MigrationResult:
-    """:func:`migrate` for the messages of ``ledger``, whose counts (by ``counter``) and units
-    are already known: the session is not counted or split into units again.
-    """
-    return _migrate(
-        ledger.messages,
-        target,
-        strategy=strategy,
-        query=query,
-        summarizer=summarizer,
-        reserve_output=reserve_output,
-        counter=counter,
-        previous_summary=previous_summary,
-        extra_reserved=extra_reserved,
-        source_model=source_model,
-        ledger=ledger,
-    )
-
-
 def _migrate(
     messages: Sequence[Message],
     target: str | ModelWindow,
@@ -274,6 +241,9 @@ def _migrate(
     source_model: str | None,
     ledger: Ledger | None = None,
 ) -> MigrationResult:
+    """:func:`migrate`; with ``ledger`` (whose messages these are, counted by ``counter``),
+    the session is not counted or split into units again.
+    """
     started = time.perf_counter()
     window = resolve_target(target)
     counter = counter or default_counter(window)
@@ -283,7 +253,7 @@ def _migrate(
     counted_from = 0
     if ledger is not None:
         tokens = REPLY_PRIMING + ledger.total  # counted by the ledger, one message at a time
-    elif isinstance(compressor, _Strategy) and isinstance(counter, _LOCAL_COUNTERS):
+    elif isinstance(compressor, _Strategy) and getattr(counter, "local", False):
         # a local counter's exactness is known before counting: count the newest messages only
         # until they are over the budget (the strategy reads no older count)
         limit = Budget.for_window(
@@ -294,7 +264,7 @@ def _migrate(
         ).tokens
         costs, counted_from, tokens = _count_newest(messages, counter, limit)
     else:
-        costs = [counter.count_message(m) for m in messages]
+        costs = count_all(counter, messages)
         tokens = REPLY_PRIMING + sum(costs)
     decision = _plan(window, counter, tokens, reserve_output, extra_reserved)
     report = MigrationReport(
@@ -320,22 +290,22 @@ def _migrate(
         report.seconds = time.perf_counter() - started
         return MigrationResult(list(messages), report)
     query = query if query is not None else latest_user_text(messages)
+    extra: dict[str, Any] = {}
     if isinstance(compressor, _Strategy):
         # the counts are known: the strategy does not count or split the messages again
-        result = compressor.compress(
-            messages,
-            decision.budget.tokens,
-            counter,
-            query,
-            previous_summary=previous_summary,
-            layout=ledger.layout()
+        extra["layout"] = (
+            ledger.layout()
             if ledger is not None
-            else build_units(messages, costs or [], counted_from=counted_from),
+            else build_units(messages, costs or [], counted_from=counted_from)
         )
-    else:
-        result = compressor.compress(
-            messages, decision.budget.tokens, counter, query, previous_summary=previous_summary
-        )
+    result = compressor.compress(
+        messages,
+        decision.budget.tokens,
+        counter,
+        query,
+        previous_summary=previous_summary,
+        **extra,
+    )
     report.decision = "compressed"
     report.tokens_after = (
         result.tokens if result.tokens is not None else counter.count_messages(result.messages)
@@ -350,9 +320,6 @@ def _migrate(
     report.notes = list(result.notes)
     report.seconds = time.perf_counter() - started
     return MigrationResult(list(result.messages), report, result.summary)
-
-
-_LOCAL_COUNTERS = (TiktokenCounter, EstimatingCounter, HeuristicCounter)
 
 
 def _count_newest(

@@ -51,11 +51,16 @@ _COLUMNS = [f"c{k}" for k in range(_WIDE)]
 
 
 def _open(con: sqlite3.Connection) -> None:
-    """The (contentless) document table and its vocabulary, and a contentless scratch table
-    that stems words (one a column) and counts a batch of documents' words (in its first column).
-    """
+    """The (contentless) document table and its vocabulary."""
     con.execute(f"CREATE VIRTUAL TABLE docs USING fts5(body, content='', tokenize='{_TOKENIZER}')")
     con.execute("CREATE VIRTUAL TABLE docs_vocab USING fts5vocab(docs, 'row')")
+
+
+def _open_scratch(con: sqlite3.Connection) -> None:
+    """A contentless scratch table that stems words (one a column) and counts a batch of
+    documents' words (in its first column); only a question of more than
+    :data:`MAX_QUERY_TERMS` words, or a kept index, needs it.
+    """
     columns = ", ".join(_COLUMNS)
     con.execute(
         f"CREATE VIRTUAL TABLE words USING fts5({columns}, content='', tokenize='{_TOKENIZER}')"
@@ -137,6 +142,8 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
     con = sqlite3.connect(":memory:")
     try:
         _open(con)
+        if len(terms) > MAX_QUERY_TERMS:
+            _open_scratch(con)
         con.executemany(
             "INSERT INTO docs(rowid, body) VALUES (?, ?)",
             ((i + 1, text) for i, text in enumerate(documents)),
@@ -168,6 +175,7 @@ class RelevanceIndex(Generic[_Doc]):
         self._text = text
         self._con = sqlite3.connect(":memory:", check_same_thread=False)
         _open(self._con)
+        _open_scratch(self._con)
         # how many documents hold each stem, for picking a long question's rarest words: the
         # vocabulary reads a stem's whole document list, this table one row
         self._con.execute("CREATE TABLE counts(term TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID")
@@ -284,6 +292,7 @@ def recall_turns(
         held = _CutTurns(layout, cut)
         if cache is not None:
             # one index for the growing conversation: only the newly cut turns are indexed
+            # (``document`` reads this call's ``messages``: a ledger's list, which only grows)
             held.index = previous if previous is not None else RelevanceIndex(document)
             held.index.sync({key: held.turns[k] for key, k in held.keys.items()})
             cache["recall"] = held

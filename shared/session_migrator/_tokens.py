@@ -23,6 +23,7 @@ multiplier, re-tokenizes nothing.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import threading
@@ -138,7 +139,11 @@ class BaseCounter:
     """
 
     _exact: bool
-    _memo_key: str = ""
+    _name: str = ""
+    #: counts offline: a text's count never changes and its exactness is known before counting
+    #: (an online counter learns that while counting, and may fall back to estimates). The
+    #: built-in local counters say so; a subclass that does may set it too.
+    local: bool = False
 
     def __init__(self) -> None:
         self._by_fingerprint: dict[str, int] = {}
@@ -147,16 +152,7 @@ class BaseCounter:
 
     @property
     def name(self) -> str:
-        return self.__name
-
-    @property
-    def _name(self) -> str:
-        return self.__name
-
-    @_name.setter
-    def _name(self, value: str) -> None:
-        self.__name = value
-        self._memo_key = value
+        return self._name
 
     @property
     def exact(self) -> bool:
@@ -206,12 +202,12 @@ class BaseCounter:
 
     def cached(self, message: Message) -> int | None:
         """The cached count of ``message``, or ``None`` (never tokenizes)."""
-        hit = _memo_get(message, self._memo_key)
+        hit = _memo_get(message, self._name)
         if hit is not None:
             return hit
         hit = self._by_fingerprint.get(message.fingerprint())
         if hit is not None:
-            _memo_put(message, self._memo_key, hit)
+            _memo_put(message, self._name, hit)
         return hit
 
     def prime(self, counts: Mapping[Message, int]) -> None:
@@ -221,11 +217,11 @@ class BaseCounter:
             self._by_fingerprint[message.fingerprint()] = tokens
 
     def _remember(self, message: Message, tokens: int) -> None:
-        _memo_put(message, self._memo_key, tokens)
+        _memo_put(message, self._name, tokens)
 
     def count_message(self, message: Message) -> int:
         """Tokens of one message, with its chat-format overhead; cached."""
-        hit = _memo_get(message, self._memo_key)
+        hit = _memo_get(message, self._name)
         if hit is not None:
             return hit
         fp = message.fingerprint()
@@ -236,7 +232,7 @@ class BaseCounter:
                 with self._lock:
                     self._by_fingerprint.clear()
             self._by_fingerprint[fp] = tokens
-        _memo_put(message, self._memo_key, tokens)
+        _memo_put(message, self._name, tokens)
         return tokens
 
     def count_messages(self, messages: Sequence[Message]) -> int:
@@ -297,6 +293,8 @@ class TiktokenCounter(BaseCounter):
     2
     """
 
+    local = True
+
     def __init__(self, encoding: str = "o200k_base") -> None:
         super().__init__()
         enc = get_encoding(encoding)
@@ -332,16 +330,16 @@ class EstimatingCounter(BaseCounter):
     False
     """
 
+    local = True
+
     def __init__(self, family: str, multiplier: float) -> None:
         super().__init__()
         if multiplier <= 0:
             raise ValueError("multiplier must be positive")
         self._multiplier = multiplier
-        self._base = _shared_tiktoken("o200k_base")
-        self._owner: BaseCounter = (
-            self._base if self._base is not None else _shared_heuristic("o200k_base")
-        )
-        basis = "o200k" if self._base is not None else "chars"
+        base = _shared_tiktoken("o200k_base")
+        self._owner: BaseCounter = base if base is not None else _shared_heuristic("o200k_base")
+        basis = "o200k" if base is not None else "chars"
         self._name = f"estimate:{family}:{basis}x{multiplier:.4f}"
         self._exact = False
         self.family = family
@@ -355,8 +353,7 @@ class EstimatingCounter(BaseCounter):
         return self._owner
 
     def count_text(self, text: str) -> int:
-        base = self._base.count_text(text) if self._base is not None else heuristic_tokens(text)
-        return math.ceil(base * self._multiplier)
+        return math.ceil(self._owner.count_text(text) * self._multiplier)
 
     def _uncached_message(self, message: Message) -> int:
         return math.ceil(self._owner.count_message(message) * self._multiplier)
@@ -364,14 +361,14 @@ class EstimatingCounter(BaseCounter):
     def count_message(self, message: Message) -> int:
         """``ceil(o200k count x multiplier)``, from the o200k counter's cache (or a primed
         count)."""
-        hit = _memo_get(message, self._memo_key)
+        hit = _memo_get(message, self._name)
         if hit is not None:
             return hit
         if self._by_fingerprint:  # only primed counts live here
             hit = self._by_fingerprint.get(message.fingerprint())
             if hit is not None:
                 return hit
-        return math.ceil(self._owner.count_message(message) * self._multiplier)
+        return self._uncached_message(message)
 
     def cached(self, message: Message) -> int | None:
         own = super().cached(message)
@@ -383,6 +380,8 @@ class EstimatingCounter(BaseCounter):
 
 class HeuristicCounter(BaseCounter):
     """The no-tokenizer fallback for an OpenAI encoding that has no local file."""
+
+    local = True
 
     def __init__(self, encoding: str) -> None:
         super().__init__()
@@ -463,6 +462,33 @@ def counter_for(tokenizer: str, *, model: str | None = None) -> BaseCounter:
     counter = EstimatingCounter(tokenizer, multiplier)
     with _registry_lock:
         return _estimating.setdefault(key, counter)
+
+
+#: Token counts of texts by local counters, by counter name and the text's digest (no text is
+#: kept): the texts a rolling summary brings back at every fit (itself, its earlier lines).
+_text_counts: dict[tuple[str, bytes], int] = {}
+_TEXT_COUNTS_LIMIT = 32_768
+
+
+def remembered_count(counter: TokenCounter, text: str) -> int:
+    """``counter.count_text(text)``, remembered by the text's digest where the count cannot
+    change (a local counter's); an estimating counter scales its owner's remembered count, which
+    a calibration leaves valid. Other counters (online ones, which may fall back to estimates
+    and keep their own cache of exact counts) just count.
+    """
+    if isinstance(counter, EstimatingCounter):
+        return math.ceil(remembered_count(counter.cache_owner, text) * counter.multiplier)
+    if not getattr(counter, "local", False):
+        return counter.count_text(text)
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    key = (counter.name, digest)
+    tokens = _text_counts.get(key)
+    if tokens is None:
+        tokens = counter.count_text(text)
+        if len(_text_counts) >= _TEXT_COUNTS_LIMIT:
+            _text_counts.clear()
+        _text_counts[key] = tokens
+    return tokens
 
 
 def count_all(counter: TokenCounter, messages: Iterable[Message]) -> list[int]:

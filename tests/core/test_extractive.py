@@ -238,21 +238,48 @@ def test_long_messages_are_read_by_head_and_tail() -> None:
     assert "9321" in whole
 
 
-def test_every_message_is_read_and_users_get_the_larger_share() -> None:
+def test_every_message_is_read_and_users_get_the_larger_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     rng = random.Random(11)
     messages = []
     for i in range(200):
         role = "user" if i % 2 == 0 else "assistant"
         messages.append(Message(role, f"Note {i}: ticket T-{1000 + i}. " + _filler(rng, 5_000)))
+    # the characters each message hands to the sentence split (its head and tail when long)
+    read: list[int] = []
+    real_read, real_split = summarizers._read, summarizers._split
+
+    def reading(text: str, allowance: float, *, tool: bool) -> tuple[list[str], bool]:
+        read.append(0)
+        return real_read(text, allowance, tool=tool)
+
+    def counting_split(text: str, *, exact: bool = False) -> tuple[list[str], bool]:
+        read[-1] += len(text)
+        return real_split(text, exact=exact)
+
+    monkeypatch.setattr(summarizers, "_read", reading)
+    monkeypatch.setattr(summarizers, "_split", counting_split)
     summarizer = ExtractiveSummarizer(min_read_chars=0)
     summary = summarizer.summarize(messages, max_tokens=6_000, counter=COUNTER)
     assert all(f"T-{1000 + i}" in summary for i in range(200))  # each message's head is read
+    assert len(read) == len(messages)
+    assert 0 < sum(read) <= summarizer.read_budget(6_000)
+    shortest = min(len(m.text) for m in messages)
+    users = {n for n, m in zip(read, messages, strict=True) if m.role == "user"}
+    assistants = {n for n, m in zip(read, messages, strict=True) if m.role == "assistant"}
+    # every message is long, so each is read by the same window for its role, none whole
+    assert len(users) == len(assistants) == 1
+    (user,), (assistant,) = users, assistants
+    assert 0 < assistant < user < shortest
+    assert user == pytest.approx(2 * assistant, abs=2)  # a user's share is twice an assistant's
     cap = _reading_cap(
         [len(m.text) for m in messages],
         [2.0 if m.role == "user" else 1.0 for m in messages],
         summarizer.read_budget(6_000),
     )
     assert 0 < cap < 5_000
+    assert (user, assistant) == (int(2 * cap), int(cap))
     assert summary == summarizer.summarize(messages, max_tokens=6_000, counter=COUNTER)
 
 

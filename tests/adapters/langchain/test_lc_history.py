@@ -123,8 +123,9 @@ def test_the_cut_is_kept_while_new_turns_fit_unless_slack_is_zero(
             history.add_messages([new, AIMessage(f"Short answer {k}.", id=f"{k}-a")])
     # with slack the head stays the same (nothing more is cut while the new turns fit) ...
     assert len(set(heads["a"])) == 1
-    # ... and a re-fit tokenizes only the new messages
+    # ... also after the loop's last turn (a read that leaves the fit up to date) ...
     assert steady.messages[1].id == heads["a"][0]
+    # ... and a re-fit tokenizes only the new messages
     tokenizations.clear()
     last = f"And a last one, for {strategy}?"  # a text no counter has seen
     steady.add_messages([HumanMessage(last, id="last")])

@@ -20,7 +20,10 @@ from llamaindex_session_migrator import (
     SessionMigratorMemory,
     from_chat_messages,
 )
+from llamaindex_session_migrator._memory import _PromptTokenizer
+from llamaindex_session_migrator._models import DEFAULT_WINDOW
 from session_migrator import Message, ModelWindow, SummarizerError, TiktokenCounter
+from session_migrator._migrate import default_counter
 from session_migrator._rules import is_valid_chat
 from session_migrator._tokens import TOKENS_PER_MESSAGE
 from session_migrator.store import open_store
@@ -436,6 +439,29 @@ def test_two_memories_ending_alike_each_observe_their_own_calls(
     assert windows == [1000, 1500]
 
 
+def test_a_call_is_ours_when_it_carries_an_object_the_last_read_handed_out(
+    make_memory: MemoryFactory, make_llm: Callable[..., Any]
+) -> None:
+    memory = make_memory(llm=make_llm(context_window=8000))
+    memory.put_messages(_turns(3))
+    first, second = memory.get(), memory.get()
+
+    def ours(message: ChatMessage) -> bool:
+        return memory._observe([message], {}, True)
+
+    shared = [b for a, b in zip(first, second, strict=True) if a is b]
+    stale = [a for a, b in zip(first, second, strict=True) if a is not b]
+    assert len(shared) == 4  # no system message: the latest user message and the last are new
+    assert len(stale) == 2
+    assert all(ours(m) for m in second)  # the shared messages and this read's fresh copies
+    assert not any(ours(m) for m in stale)  # the copies an earlier read handed out
+    view = memory._view
+    assert view is not None  # the templates of the copies are never handed out
+    assert not any(ours(view.templates[i]) for i in view.fresh)
+    assert not ours(second[-1].model_copy(deep=True))  # equal is not the same object
+    assert memory._observe([second[-1].model_copy(deep=True)], {}, False)  # ... but is equal
+
+
 def test_calls_that_did_not_carry_the_history_are_ignored(
     make_memory: MemoryFactory, make_llm: Callable[..., Any]
 ) -> None:
@@ -576,6 +602,8 @@ def test_the_cut_is_kept_while_new_turns_fit_unless_slack_is_zero() -> None:
         seen: list[str | None] = []
         for k in range(6):
             got = memory.get()
+            assert memory.last_report is not None
+            assert memory.last_report.decision == "compressed"  # a cut: got[1] is its note
             assert got[-1].content == memory.get_all()[-1].content
             seen.append(got[1].content)  # the note on what was cut
             memory.put(ChatMessage(role="user", content=f"Question {k}? {filler[:120]}"))
@@ -608,9 +636,15 @@ def test_its_tokenizer_counts_for_the_model_and_loads_no_llamaindex_encoding(
     # the model's count plus a message's chat-format overhead, so that prefix + history fit
     assert len(made[0].tokenizer_fn(text)) == COUNTER.count_text(text) + TOKENS_PER_MESSAGE + 1
     assert made[0].tokenizer_fn("") == []
+    # with no model known at all, LlamaIndex's default window (and its estimating counter)
+    default = default_counter(DEFAULT_WINDOW).count_text(text) + TOKENS_PER_MESSAGE + 1
+    assert default != COUNTER.count_text(text) + TOKENS_PER_MESSAGE + 1
+    for memory in made:
+        assert isinstance(memory.tokenizer_fn, _PromptTokenizer)
     for memory in made[1:]:
-        assert len(memory.tokenizer_fn(text)) > 0
+        assert len(memory.tokenizer_fn(text)) == default
         memory.close()
     # a tokenizer given explicitly is kept
     mine = make_memory("own", tokenizer_fn=lambda t: t.split())
     assert mine.tokenizer_fn("a b c") == ["a", "b", "c"]
+    assert llama_index.core.global_tokenizer is None  # counting loaded none either
