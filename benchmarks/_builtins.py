@@ -12,6 +12,12 @@ from typing import Any
 from benchmarks._harness import Context, Record, Samples, repeat, timed
 from session_migrator import Message
 from session_migrator._encodings import get_encoding
+from session_migrator._tokens import (
+    REPLY_PRIMING,
+    TOKENS_PER_MESSAGE,
+    TOKENS_PER_NAME,
+    TOKENS_PER_TOOL_CALL,
+)
 
 __all__ = ["llamaindex_buffer", "raw_tiktoken", "trim_messages_cell"]
 
@@ -20,22 +26,25 @@ _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"
 
 def _tiktoken_counter() -> Callable[[list[Any]], int]:
     """A LangChain ``token_counter`` counting the OpenAI chat format with tiktoken (o200k_base),
-    as ``ChatOpenAI.get_num_tokens_from_messages`` does and as this project counts: 3 per
-    message, its role, content, name, tool calls and tool call id, 3 for the reply.
+    as ``ChatOpenAI.get_num_tokens_from_messages`` does and as this project counts (with its
+    constants): a fixed cost per message, its role, content, name, tool calls and tool call id,
+    and a fixed cost for the reply.
     """
     enc = get_encoding("o200k_base")
     assert enc is not None
     encode = enc.encode_ordinary
 
     def count(messages: list[Any]) -> int:
-        total = 3
+        total = REPLY_PRIMING
         for m in messages:
             content = m.content if isinstance(m.content, str) else str(m.content)
-            total += 3 + len(encode(_ROLES.get(m.type, m.type))) + len(encode(content))
+            role = _ROLES.get(m.type, m.type)
+            total += TOKENS_PER_MESSAGE + len(encode(role)) + len(encode(content))
             if m.name:
-                total += 1 + len(encode(m.name))
+                total += TOKENS_PER_NAME + len(encode(m.name))
             for call in getattr(m, "tool_calls", None) or ():
-                total += 3 + len(encode(call["name"])) + len(encode(json.dumps(call["args"])))
+                arguments = json.dumps(call["args"])
+                total += TOKENS_PER_TOOL_CALL + len(encode(call["name"])) + len(encode(arguments))
             if getattr(m, "tool_call_id", None):
                 total += len(encode(m.tool_call_id))
         return total

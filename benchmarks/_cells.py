@@ -5,10 +5,10 @@ and the frameworks' built-ins (:mod:`benchmarks._builtins`) on one input.
 from __future__ import annotations
 
 from benchmarks._builtins import llamaindex_buffer, raw_tiktoken, trim_messages_cell
-from benchmarks._harness import APPENDS, Cell, Context, reset_counts
+from benchmarks._harness import Cell
 from benchmarks._ours import langchain_history, llamaindex_memory, migrate_cold
 
-__all__ = ["APPENDS", "CELLS", "Cell", "Context", "reset_counts"]
+__all__ = ["CELLS"]
 
 ALL = ("cold", "warm", "append", "refit")
 

@@ -10,7 +10,6 @@ repetition (``"memory"``). Each call is timed after a full garbage collection (:
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import time
 import tracemalloc
@@ -92,13 +91,16 @@ class Cell:
 
 
 def reset_counts() -> None:
-    """Drop the core's shared counters, so that no count is cached anywhere in the process."""
+    """Drop the core's shared counters and remembered text counts, so that no count is cached
+    anywhere in the process.
+    """
     from session_migrator import _tokens
 
     with _tokens._registry_lock:
         _tokens._tiktoken_counters.clear()
         _tokens._estimating.clear()
         _tokens._heuristic.clear()
+    _tokens._text_counts.clear()
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -124,8 +126,9 @@ def kept_record(ctx: Context, kept: Sequence[Message]) -> Record:
 
 class _SqliteHeap:
     """SQLite's own heap (``sqlite3_memory_used`` and ``sqlite3_memory_highwater``, read with
-    ctypes from the library the ``sqlite3`` module uses), which ``tracemalloc`` does not see:
-    the recall index lives there.
+    ctypes from the library the ``sqlite3`` module uses: the symbols are looked up in its
+    extension module and the libraries it links), which ``tracemalloc`` does not see: the recall
+    index lives there.
     """
 
     def __init__(self, library: str) -> None:
@@ -142,14 +145,23 @@ class _SqliteHeap:
 
 
 def _sqlite_heap() -> _SqliteHeap | None:
+    """SQLite's heap as the ``sqlite3`` module's library sees it, or ``None`` when it cannot be
+    read (no such symbols, or a library that is not the one in use: nothing allocated in it).
+    """
+    import _sqlite3
     import sqlite3
 
-    sqlite3.connect(":memory:").close()  # the library is initialised by its first connection
-    library = ctypes.util.find_library("sqlite3")
     try:
-        return _SqliteHeap(library) if library else None
+        heap = _SqliteHeap(_sqlite3.__file__)
     except (OSError, AttributeError):
         return None
+    # the library is initialised by its first connection; while one is open, it holds memory
+    connection = sqlite3.connect(":memory:")
+    try:
+        in_use = heap.used()
+    finally:
+        connection.close()
+    return heap if in_use else None
 
 
 def peak(fn: Callable[[], Any]) -> Record:
@@ -185,7 +197,7 @@ def repeat(
     memory: Callable[[], Any] | Mapping[str, Callable[[], Any]] | None,
 ) -> Iterator[Record]:
     """``ctx.runs`` repetitions (fewer once a third of the cap is used), then the traced one
-    (one per store when ``memory`` maps store URLs to runs).
+    (one per entry when ``memory`` maps record kinds to runs, each recorded under its kind).
     """
     started = time.perf_counter()
     last = 0.0
@@ -203,5 +215,5 @@ def repeat(
         if callable(memory):
             yield peak(memory)
         else:
-            for store, run in memory.items():
-                yield {**peak(run), "store": store}
+            for kind, run in memory.items():
+                yield {**peak(run), "kind": kind}

@@ -14,8 +14,10 @@ import functools
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from unittest.mock import patch
 
 from benchmarks._builtins import raw_pass
 from benchmarks._harness import (
@@ -33,29 +35,30 @@ from session_migrator._tokens import BaseCounter, TiktokenCounter, counter_for
 
 __all__ = ["STORES", "langchain_history", "llamaindex_memory", "migrate_cold"]
 
-#: The stores the adapters' memory is measured with: the in-memory one the timings use (it keeps
-#: a JSON copy of the whole conversation in RAM) and the default, an embedded SQLite file.
-STORES = ("memory://", "sqlite:///{folder}/bench.db")
+#: The stores the adapters' memory is measured with, by the kind of record their peak is
+#: recorded as: the in-memory one the timings use (it keeps a JSON copy of the whole
+#: conversation in RAM) and the default, an embedded SQLite file.
+STORES = {"memory": "memory://", "memory_default": "sqlite:///{folder}/bench.db"}
 
 
 class _Calls:
-    """Counts, while installed, the texts the core tokenizes (and their tokens) and the
-    per-message count look-ups.
+    """What the core tokenized (texts and their tokens) and how many per-message counts it
+    looked up, while :meth:`counting` is entered.
     """
 
     def __init__(self) -> None:
         self.texts = 0
         self.tokens = 0
         self.lookups = 0
-        self._saved: list[tuple[type, str, Any]] = []
 
-    def install(self) -> None:
+    @contextmanager
+    def counting(self) -> Iterator[_Calls]:
         calls = self
 
-        def wrap(cls: type, name: str, tokenizes: bool) -> None:
+        def wrap(cls: type, name: str, tokenizes: bool) -> Any:
             original = getattr(cls, name)
 
-            def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+            def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
                 value = original(self, *args, **kwargs)
                 if tokenizes:
                     calls.texts += 1
@@ -64,17 +67,14 @@ class _Calls:
                     calls.lookups += 1
                 return value
 
-            self._saved.append((cls, name, original))
-            setattr(cls, name, counting)
+            return patch.object(cls, name, counted)
 
-        wrap(TiktokenCounter, "count_text", tokenizes=True)
-        wrap(BaseCounter, "count_message", tokenizes=False)
-        wrap(BaseCounter, "cached", tokenizes=False)
-
-    def remove(self) -> None:
-        for cls, name, original in reversed(self._saved):
-            setattr(cls, name, original)
-        self._saved.clear()
+        with (
+            wrap(TiktokenCounter, "count_text", tokenizes=True),
+            wrap(BaseCounter, "count_message", tokenizes=False),
+            wrap(BaseCounter, "cached", tokenizes=False),
+        ):
+            yield self
 
 
 @dataclass
@@ -95,12 +95,8 @@ def _probe(ctx: Context, adapter: _Adapter, history: Any) -> Record:
     """
     k = len(ctx.new) - 1
     adapter.append(history, k)
-    calls = _Calls()
-    calls.install()
-    try:
+    with _Calls().counting() as calls:
         adapter.read(history)
-    finally:
-        calls.remove()
     kept = list(adapter.fitted(history))
     return {
         "kind": "probe",
@@ -113,33 +109,23 @@ def _probe(ctx: Context, adapter: _Adapter, history: Any) -> Record:
     }
 
 
-class _FitTimer:
-    """Times the core's re-fit (``SessionFitter.fit``) inside an adapter's read."""
+@contextmanager
+def _fit_times() -> Iterator[list[float]]:
+    """The seconds of each core re-fit (``SessionFitter.fit``) inside an adapter's read."""
+    from session_migrator._fitter import SessionFitter
 
-    def __init__(self) -> None:
-        self.seconds: list[float] = []
+    original = SessionFitter.fit
+    seconds: list[float] = []
 
-    def __enter__(self) -> _FitTimer:
-        from session_migrator._fitter import SessionFitter
+    def timed_fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            seconds.append(time.perf_counter() - started)
 
-        original = SessionFitter.fit
-        seconds = self.seconds
-
-        def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                seconds.append(time.perf_counter() - started)
-
-        self._original = original
-        SessionFitter.fit = timed  # type: ignore[method-assign]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        from session_migrator._fitter import SessionFitter
-
-        SessionFitter.fit = self._original  # type: ignore[method-assign]
+    with patch.object(SessionFitter, "fit", timed_fit):
+        yield seconds
 
 
 def _yardstick(fresh: TiktokenCounter, new: Message, kept: list[Message]) -> float:
@@ -164,9 +150,9 @@ def _adapter_work(ctx: Context, adapter: _Adapter) -> Iterator[Record]:
         fresh = TiktokenCounter("o200k_base")
         for k in range(APPENDS):
             adapter.append(history, k)
-            with _FitTimer() as fits:
+            with _fit_times() as fits:
                 samples["append"].append(timed(lambda: adapter.read(history))[0])
-            samples["refit"].append(sum(fits.seconds))
+            samples["refit"].append(sum(fits))
             # the floor's yardstick for this re-fit, timed right after it the same way:
             # tokenizing the new message, plus one pass over the kept messages' cached counts
             samples["yardstick"].append(
@@ -188,7 +174,8 @@ def _adapter_work(ctx: Context, adapter: _Adapter) -> Iterator[Record]:
             history.close()
 
     probes: list[Record] = []
-    for record in repeat(ctx, one, memory={s: functools.partial(whole, s) for s in STORES}):
+    runs = {kind: functools.partial(whole, store) for kind, store in STORES.items()}
+    for record in repeat(ctx, one, memory=runs):
         yield record
         yield from probes
         probes.clear()

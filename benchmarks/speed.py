@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks._capped import run_capped
-from benchmarks._cells import APPENDS, CELLS, Cell, Context
+from benchmarks._cells import CELLS
 from benchmarks._conversation import conversation, next_messages, text_bytes
+from benchmarks._harness import APPENDS, Cell, Context
 from session_migrator._tokens import TiktokenCounter
 
 __all__ = ["FLOOR_SIZE", "MEMORY_SIZE", "floors", "markdown", "run"]
@@ -52,11 +53,12 @@ LOOKUP_SLACK = 16
 #: ... and tokenize, besides the new message, at most this many tokens (the note on what was
 #: left out, whose message count changes).
 NOTE_TOKENS = 64
-#: The adapters' memory runs: the record's key in a cell, and the store it used.
-MEMORY_STORES = (
-    ("memory_default", "default store (SQLite file)"),
-    ("memory", "memory:// store"),
-)
+#: The adapters' memory runs (the record kinds of :data:`benchmarks._ours.STORES`), by the
+#: store they used.
+MEMORY_LABELS = {
+    "memory_default": "default store (SQLite file)",
+    "memory": "memory:// store",
+}
 #: The reference row for the ratios: the LangChain adapter's default read path.
 REFERENCE = "lc-auto"
 
@@ -85,8 +87,8 @@ def _context(size: int, runs: int, cap: float, memory: bool) -> Context:
     )
 
 
-def _summarise(cell: Cell, ctx: Context, cap: float) -> dict[str, Any]:
-    capped = run_capped(lambda: cell.work(ctx), cap)
+def _summarise(cell: Cell, ctx: Context) -> dict[str, Any]:
+    capped = run_capped(lambda: cell.work(ctx), ctx.cap)
     runs = [r["samples"] for r in capped.records if r["kind"] == "run"]
     out: dict[str, Any] = {
         "runs": len(runs),
@@ -99,16 +101,12 @@ def _summarise(cell: Cell, ctx: Context, cap: float) -> dict[str, Any]:
         "samples_s": {phase: [s for r in runs for s in r[phase]] for phase in runs[0]}
         if runs
         else {},
-        "over_cap_s": cap if capped.timed_out and not runs else None,
+        "over_cap_s": ctx.cap if capped.timed_out and not runs else None,
         "error": capped.error,
     }
     for record in capped.records:
-        if record["kind"] in ("kept", "memory", "probe"):
-            # the adapters' memory with the default store goes apart; memory:// is "memory"
-            default = record["kind"] == "memory" and record.get("store", "").startswith("sqlite")
-            out["memory_default" if default else record["kind"]] = {
-                k: v for k, v in record.items() if k != "kind"
-            }
+        if record["kind"] != "run":
+            out[record["kind"]] = {k: v for k, v in record.items() if k != "kind"}
     return out
 
 
@@ -118,7 +116,6 @@ def run(
     cap: float | None = None,
     only: Sequence[str] | None = None,
     memory: bool = True,
-    progress: bool = True,
 ) -> dict[str, Any]:
     """Every cell at every size: ``{"sizes": [...], "cells": [...], "results": {...}}``.
 
@@ -144,31 +141,30 @@ def run(
         }
         for cell in cells:
             earlier = [results[cell.key][str(s)] for s in sizes if s < size]
-            if any(e.get("over_cap_s") is not None for e in earlier):
+            over = [e["over_cap_s"] for e in earlier if e.get("over_cap_s") is not None]
+            if over:
                 results[cell.key][str(size)] = {
                     "runs": 0,
                     "seconds": 0.0,
                     "median_s": {},
                     "samples_s": {},
-                    "over_cap_s": cap,
+                    "over_cap_s": over[0],  # the cap this cell ran out of
                     "skipped": True,
                     "error": None,
                 }
             else:
                 ctx.cap = OURS_CAP if cell.ours else cap
-                results[cell.key][str(size)] = _summarise(cell, ctx, ctx.cap)
-            if progress:
-                print(
-                    f"  {size:>6,} messages  {cell.key:<18} {_brief(results[cell.key][str(size)])}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        if progress:
+                results[cell.key][str(size)] = _summarise(cell, ctx)
             print(
-                f"  {size:,} messages done in {time.perf_counter() - started:.0f} s",
+                f"  {size:>6,} messages  {cell.key:<18} {_brief(results[cell.key][str(size)])}",
                 file=sys.stderr,
                 flush=True,
             )
+        print(
+            f"  {size:,} messages done in {time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     return {
         "sizes": sizes,
         "cap_s": cap,
@@ -303,53 +299,56 @@ def floors(result: dict[str, Any]) -> list[dict[str, Any]]:
         refits = cell.get("samples_s", {}).get("refit")
         yardsticks = cell.get("samples_s", {}).get("yardstick")
         name = "re-fit after one new message ~ its tokenization + one pass over kept counts"
-        if probe is None or not refits or not yardsticks:
+        measured = probe is not None and bool(refits) and bool(yardsticks)
+        if not measured:
             add(name + ": work", label, None, LOOKUP_SLACK, False, "not measured")
-            add(name + ": time", label, None, REFIT_LIMIT, False, "not measured")
-            continue
-        # the work, exactly: nothing tokenized but the new message (and the library's one-line
-        # note), one count looked up per kept message (plus a few)
-        only_new = probe["tokenized_tokens"] <= probe["new_message_tokens"] + NOTE_TOKENS
-        extra = max(0, probe["lookups"] - probe["kept"])
-        add(
-            name + ": work",
-            label,
-            extra,
-            LOOKUP_SLACK,
-            False,
-            f"{n:,} messages, after one more append: tokenized {probe['tokenized_tokens']:,} "
-            f"tokens in {probe['tokenized_texts']} text(s) (the new message has "
-            f"{probe['new_message_tokens']:,}); looked up {probe['lookups']:,} per-message "
-            f"counts for {probe['kept']:,} kept of {probe['messages']:,} messages "
-            "(measured: look-ups beyond one per kept message)",
-            also=only_new,
-        )
+        else:
+            # the work, exactly: nothing tokenized but the new message (and the library's
+            # one-line note), one count looked up per kept message (plus a few)
+            only_new = probe["tokenized_tokens"] <= probe["new_message_tokens"] + NOTE_TOKENS
+            extra = max(0, probe["lookups"] - probe["kept"])
+            add(
+                name + ": work",
+                label,
+                extra,
+                LOOKUP_SLACK,
+                False,
+                f"{n:,} messages, after one more append: tokenized "
+                f"{probe['tokenized_tokens']:,} tokens in {probe['tokenized_texts']} text(s) (the "
+                f"new message has {probe['new_message_tokens']:,}); looked up "
+                f"{probe['lookups']:,} per-message counts for {probe['kept']:,} kept of "
+                f"{probe['messages']:,} messages (measured: look-ups beyond one per kept message)",
+                also=only_new,
+            )
         # the time: each timed re-fit against its yardstick, timed right after it; apart for
         # the new user messages (a new question: recall ranks the cut turns again) and the
-        # others
-        roles = result["conversations"][str(n)].get("append_roles") or []
+        # others; both rows always, "not measured" when there is nothing to measure
+        roles = result["conversations"].get(str(n), {}).get("append_roles") or []
         for which, label_suffix in (("user", "a user message"), ("other", "another message")):
-            pairs = [
-                (a, b)
-                for j, (a, b) in enumerate(zip(refits, yardsticks, strict=True))
-                if b > 0 and roles and (roles[j % len(roles)] == "user") == (which == "user")
-            ]
-            if not pairs:
-                continue
-            ratios = [a / b for a, b in pairs]
+            pairs = (
+                [
+                    (a, b)
+                    for j, (a, b) in enumerate(zip(refits, yardsticks, strict=True))
+                    if b > 0 and roles and (roles[j % len(roles)] == "user") == (which == "user")
+                ]
+                if measured
+                else []
+            )
             add(
                 f"{name}: time, after {label_suffix}",
                 label,
-                statistics.median(ratios),
+                statistics.median(a / b for a, b in pairs) if pairs else None,
                 REFIT_LIMIT,
                 False,
                 f"{n:,} messages, after {label_suffix}: the core re-fit inside the read (median "
                 f"{_ms(statistics.median(a for a, _ in pairs))}) / (tokenizing that message + "
                 "one pass over the kept messages' cached counts: median "
-                f"{_ms(statistics.median(b for _, b in pairs))}), the median of the ratios",
+                f"{_ms(statistics.median(b for _, b in pairs))}), the median of the ratios"
+                if pairs
+                else "not measured",
             )
     size = result["conversations"].get(str(m), {}).get("text_bytes")
-    for which, store in MEMORY_STORES:
+    for which, store in MEMORY_LABELS.items():
         for key, label in ADAPTER_ROWS:
             memory = result["results"].get(key, {}).get(str(m), {}).get(which, {})
             peak = memory.get("peak_bytes")
@@ -437,7 +436,7 @@ def markdown(result: dict[str, Any]) -> str:
     for cell in result["cells"]:
         if not cell["ours"] or not cell["key"].startswith(("lc-", "li-")):
             continue
-        for which, store in reversed(MEMORY_STORES):
+        for which, store in reversed(MEMORY_LABELS.items()):
             row = [cell["method"], cell["strategy"], store]
             for s in sizes:
                 memory = result["results"][cell["key"]].get(str(s), {}).get(which, {})
@@ -457,8 +456,7 @@ def _cell_text(result: dict[str, Any], key: str, size: int, phase: str) -> str:
     if cell["over_cap_s"] is not None:
         return f"over {cell['over_cap_s']:g} s" + (" ²" if cell.get("skipped") else "")
     value = cell["median_s"].get(phase)
-    ref_phase = phase if phase in ("warm", "append", "refit") else "cold"
-    ref = _t(result, REFERENCE, size, ref_phase)
+    ref = _t(result, REFERENCE, size, phase)
     text = _ms(value)
     if key != REFERENCE and value and ref:
         ratio = value / ref
