@@ -91,16 +91,17 @@ class Cell:
 
 
 def reset_counts() -> None:
-    """Drop the core's shared counters and remembered text counts, so that no count is cached
-    anywhere in the process.
+    """Drop the core's shared counters, remembered text counts and the extractive summary's
+    remembered sentence scores, so that nothing counted or scored is cached in the process.
     """
-    from session_migrator import _tokens
+    from session_migrator import _extractive, _tokens
 
     with _tokens._registry_lock:
         _tokens._tiktoken_counters.clear()
         _tokens._estimating.clear()
         _tokens._heuristic.clear()
     _tokens._text_counts.clear()
+    _extractive._memo.clear()
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

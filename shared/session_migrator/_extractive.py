@@ -344,6 +344,9 @@ class _DigestMemo:
             value = self._values[key] = compute(text)
         return value
 
+    def clear(self) -> None:
+        self._values.clear()
+
 
 _memo = _DigestMemo()
 
