@@ -4,6 +4,7 @@ flagged, the no-encoding fallback, caching and calibration."""
 from __future__ import annotations
 
 import math
+import tracemalloc
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,8 @@ SAMPLES = [
     "Emoji 🙂👍🏽 and accents: naïve café, Ωμέγα, ß.",
     "<|endoftext|> is text here, not a special token",
     "   leading and trailing spaces \n\n\t tabs  ",
+    "<|fim_prefix|>x<|endofprompt|> special tokens' text, all of them",
+    "a lone surrogate \udc80 is replaced, as tiktoken replaces it",
 ]
 
 
@@ -79,6 +82,29 @@ def test_exact_counts_equal_tiktokens_own(
     assert counter.exact is True
     assert counter.count_text(text) == len(reference[encoding].encode_ordinary(text))
     assert counter.count_texts([text, text]) == [counter.count_text(text)] * 2
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+def test_counts_without_tiktokens_buffer_are_the_same(text: str) -> None:
+    counter = TiktokenCounter("o200k_base")
+    with_buffer = counter.count_text(text)
+    counter._buffer = None  # a tiktoken without encode_to_tiktoken_buffer
+    assert counter.count_text(text) == with_buffer
+
+
+def test_counting_a_long_text_makes_no_python_object_per_token() -> None:
+    text = SAMPLES[3] * 600
+    counter = TiktokenCounter("o200k_base")
+    expected = len(counter._encoding.encode_ordinary(text))
+    tracemalloc.start()
+    try:
+        tokens = counter.count_text(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert tokens == expected == 120_001
+    # a list of token ids would be at least 8 bytes a token (960 KB)
+    assert peak < 64 * 1024
 
 
 def test_known_fixed_counts() -> None:
