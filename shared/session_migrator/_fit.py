@@ -160,6 +160,7 @@ class Ledger:
                     unit.indices.append(i)
                     unit.cost += cost
                     if not unit.awaiting:
+                        unit.awaiting = None  # an empty set would stay: 216 bytes a tool turn
                         self._units_cost += unit.cost
                 else:
                     self._broken.append(i)

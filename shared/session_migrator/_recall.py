@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 import sqlite3
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar
 
@@ -42,7 +43,8 @@ def query_terms(query: str) -> list[str]:
 #: gives common words little weight anyway, and each word's postings cost time.
 MAX_QUERY_TERMS = 16
 _TOKENIZER = "porter unicode61"
-_RANK = "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid DESC"
+#: Keys (rowid - 1) and scores (negated bm25: higher is better), best first, ties to the later.
+_RANK = "SELECT rowid - 1, -bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid DESC"
 
 
 #: The scratch table's columns: a question's words are stemmed this many to a row, one a column.
@@ -152,7 +154,7 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
         rows = con.execute(_RANK, (match,)).fetchall() if match else []
     finally:
         con.close()
-    return [(int(rowid) - 1, -float(score)) for rowid, score in rows]
+    return rows
 
 
 _Doc = TypeVar("_Doc")
@@ -180,7 +182,8 @@ class RelevanceIndex(Generic[_Doc]):
         # vocabulary reads a stem's whole document list, this table one row
         self._con.execute("CREATE TABLE counts(term TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID")
         self._docs: dict[int, _Doc] = {}
-        self._ranked: tuple[str, list[tuple[int, float]]] | None = None  # the last ranking
+        # the last ranking: its question, keys and scores (arrays: 16 bytes a ranked document)
+        self._ranked: tuple[str, array[int], array[float]] | None = None
         self._stems = _Stems()
 
     def keys(self) -> list[int]:
@@ -235,20 +238,28 @@ class RelevanceIndex(Generic[_Doc]):
         return dict(rows.fetchall())
 
     def rank(self, query: str) -> list[tuple[int, float]]:
-        """Keys of the documents matching ``query``, most relevant first (ties: later key).
-
-        The same query on the same documents is answered from the last ranking.
+        """Keys of the documents matching ``query``, most relevant first (ties: later key), with
+        their scores (negated bm25).
         """
+        keys, scores = self._rank(query)
+        return list(zip(keys, scores, strict=True))
+
+    def ranked_keys(self, query: str) -> Sequence[int]:
+        """:meth:`rank`'s keys alone."""
+        return self._rank(query)[0]
+
+    def _rank(self, query: str) -> tuple[array[int], array[float]]:
+        """The same query on the same documents is answered from the last ranking."""
         if self._ranked is not None and self._ranked[0] == query:
-            return list(self._ranked[1])
+            return self._ranked[1], self._ranked[2]
         terms = query_terms(query)
         if not terms or not self._docs:
-            return []
+            return array("q"), array("d")
         match = _match(self._con, terms, self._stems, self._counts)
         rows = self._con.execute(_RANK, (match,)).fetchall() if match else []
-        ranked = [(int(rowid) - 1, -float(score)) for rowid, score in rows]
-        self._ranked = (query, ranked)
-        return list(ranked)
+        keys, scores = zip(*rows, strict=True) if rows else ((), ())
+        self._ranked = (query, array("q", keys), array("d", scores))
+        return self._ranked[1], self._ranked[2]
 
     def close(self) -> None:
         self._con.close()
@@ -297,11 +308,11 @@ def recall_turns(
             held.index.sync({key: held.turns[k] for key, k in held.keys.items()})
             cache["recall"] = held
     turns, smallest = held.turns, held.smallest
-    ranked: list[tuple[int, float]]
+    ranked: Iterable[int]
     if held.index is not None:
-        ranked = [(held.keys[key], score) for key, score in held.index.rank(query)]
+        ranked = map(held.keys.__getitem__, held.index.ranked_keys(query))
     else:
-        ranked = rank_by_relevance([document(t) for t in turns], query)
+        ranked = (k for k, _ in rank_by_relevance([document(t) for t in turns], query))
     chosen: list[tuple[int, list[int]]] = []
     used = 0
     firsts, wholes = held.firsts, held.wholes
@@ -309,7 +320,7 @@ def recall_turns(
     def cost_of(unit: Unit) -> int:
         return layout.unit_cost(unit, messages, counter)
 
-    for index_, _score in ranked:
+    for index_ in ranked:
         if room - used < smallest:
             break  # not even the smallest turn's question fits any more
         turn = turns[index_]

@@ -473,9 +473,10 @@ def counter_for(tokenizer: str, *, model: str | None = None) -> BaseCounter:
         return _estimating.setdefault(key, counter)
 
 
-#: Token counts of texts by local counters, by counter name and the text's digest (no text is
-#: kept): the texts a rolling summary brings back at every fit (itself, its earlier lines).
-_text_counts: dict[tuple[str, bytes], int] = {}
+#: Token counts of texts by local counters, by a digest of the counter's name and the text (no
+#: text is kept, nor a key tuple): the texts a rolling summary brings back at every fit (itself,
+#: its earlier lines).
+_text_counts: dict[bytes, int] = {}
 _TEXT_COUNTS_LIMIT = 32_768
 
 
@@ -489,8 +490,9 @@ def remembered_count(counter: TokenCounter, text: str) -> int:
         return math.ceil(remembered_count(counter.cache_owner, text) * counter.multiplier)
     if not getattr(counter, "local", False):
         return counter.count_text(text)
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    key = (counter.name, digest)
+    digest = hashlib.blake2b(counter.name.encode() + b"\x00", digest_size=16)
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    key = digest.digest()
     tokens = _text_counts.get(key)
     if tokens is None:
         tokens = counter.count_text(text)

@@ -38,6 +38,7 @@ from session_migrator._tokens import (
     HeuristicCounter,
     counter_for,
     heuristic_tokens,
+    remembered_count,
 )
 
 SAMPLES = [
@@ -105,6 +106,26 @@ def test_counting_a_long_text_makes_no_python_object_per_token() -> None:
     assert tokens == expected == 120_001
     # a list of token ids would be at least 8 bytes a token (960 KB)
     assert peak < 64 * 1024
+
+
+def test_remembered_counts_are_each_counters_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "數據模型在東京發布了。 Zürich, 4,821 invoices. " * 40
+    o200k, cl100k = TiktokenCounter("o200k_base"), TiktokenCounter("cl100k_base")
+    exact = {c.name: c.count_text(text) for c in (o200k, cl100k)}
+    assert exact["o200k_base"] != exact["cl100k_base"]
+    _tokens._text_counts.clear()
+    assert remembered_count(o200k, text) == exact["o200k_base"]
+    assert remembered_count(cl100k, text) == exact["cl100k_base"]
+    estimating = EstimatingCounter("claude", 1.25)
+    assert remembered_count(estimating, text) == math.ceil(exact["o200k_base"] * 1.25)
+
+    def no_tokenizing(self: TiktokenCounter, text: str) -> int:
+        raise AssertionError("counted again")
+
+    monkeypatch.setattr(TiktokenCounter, "count_text", no_tokenizing)
+    assert remembered_count(o200k, text) == exact["o200k_base"]
+    assert remembered_count(cl100k, text) == exact["cl100k_base"]
+    assert len(_tokens._text_counts) == 2
 
 
 def test_known_fixed_counts() -> None:
