@@ -36,8 +36,8 @@ from session_migrator._tokens import BaseCounter, TiktokenCounter, counter_for
 __all__ = ["STORES", "langchain_history", "llamaindex_memory", "migrate_cold"]
 
 #: The stores the adapters' memory is measured with, by the kind of record their peak is
-#: recorded as: the in-memory one the timings use (it keeps a JSON copy of the whole
-#: conversation in RAM) and the default, an embedded SQLite file.
+#: recorded as: the in-memory one the timings use (it keeps frozen copies of the messages,
+#: sharing their text) and the default, an embedded SQLite file.
 STORES = {"memory": "memory://", "memory_default": "sqlite:///{folder}/bench.db"}
 
 

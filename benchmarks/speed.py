@@ -426,9 +426,10 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "This project's adapters by store: the peak above is with `memory://` (the store the "
-        "timings use, which keeps a JSON copy of the whole conversation in RAM); with the "
-        "default store, an embedded SQLite file, that copy is on disk. Peak memory (Python heap "
-        "+ SQLite heap) and its ratio to the conversation's text.",
+        "timings use, which keeps frozen copies of the messages that share their text); with "
+        "the default store, an embedded SQLite file, the messages are on disk and the history "
+        "holds them as read back. Peak memory (Python heap + SQLite heap) and its ratio to the "
+        "conversation's text.",
         "",
         "| method | strategy | store | " + " | ".join(f"{s:,}" for s in sizes) + " |",
         "|---|---|---|" + "---:|" * len(sizes),

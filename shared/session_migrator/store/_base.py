@@ -66,12 +66,17 @@ def user_id_of(metadata: Mapping[str, Any] | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One message ready to store: its id, role, stored body, and the original when offloaded."""
+    """One message ready to store: its id, role, stored body, and the original when offloaded.
+
+    ``message``: what to keep instead of ``body``, for a backend that keeps messages as objects
+    (``memory://``, which then leaves ``body`` empty).
+    """
 
     id: str
     role: str
     body: str
     full: str | None = None
+    message: Message | None = None
 
 
 class BaseSessionStore(AsyncMixin, ABC):
@@ -151,7 +156,7 @@ class BaseSessionStore(AsyncMixin, ABC):
         original tool outputs in place of offloaded previews.
         """
         check_id(session_id, "session_id")
-        messages = [_codec.message_from_json(b) for b in self._load_bodies(session_id, after)]
+        messages = self._load_messages(session_id, after)
         if full:
             wanted = [m.id for m in messages if is_offloaded(m)]
             if wanted:
@@ -349,6 +354,10 @@ class BaseSessionStore(AsyncMixin, ABC):
     @abstractmethod
     def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
         """Stored bodies in order (after ``after``; MessageNotFoundError if it is unknown)."""
+
+    def _load_messages(self, session_id: str, after: str | None) -> list[Message]:
+        """The stored messages in order, decoded from their bodies (memory:// keeps objects)."""
+        return [_codec.message_from_json(b) for b in self._load_bodies(session_id, after)]
 
     @abstractmethod
     def _message_ids(self, session_id: str) -> list[str]:
