@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from collections.abc import Sequence
 
 import pytest
@@ -63,6 +65,16 @@ def test_append_and_load_are_lossless(store: BaseSessionStore) -> None:
         assert got.fingerprint() == want.fingerprint()
         assert dict(got.extra) == dict(want.extra)
         assert got.to_openai() == want.to_openai()
+
+
+def test_loaded_messages_copy_and_pickle_like_the_appended_ones(store: BaseSessionStore) -> None:
+    store.append("s1", [*RICH, _user(1)])
+    loaded = store.load("s1")
+    for message in (copy.deepcopy(loaded), pickle.loads(pickle.dumps(loaded))):
+        assert message == [*RICH, _user(1)]
+    again = copy.deepcopy(loaded[-1])
+    again.extra["mine"] = True  # type: ignore[index]  # a copy's metadata is its own
+    assert store.load("s1")[-1].extra == {}
 
 
 def test_unknown_session_loads_empty(store: BaseSessionStore) -> None:

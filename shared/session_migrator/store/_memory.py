@@ -14,9 +14,9 @@ copy of the session's text (1.2 times its size). Thread-safe: one lock around ev
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
+from typing import Any
 
 from session_migrator._errors import SessionNotFoundError
 from session_migrator._messages import Message
@@ -35,8 +35,30 @@ from session_migrator.store._types import (
 __all__ = ["MemoryStore"]
 
 
-#: The ``extra`` of every kept message without metadata: shared, and read-only.
-_NO_EXTRA: Mapping[str, object] = MappingProxyType({})
+class _NoExtra(Mapping[str, Any]):
+    """The ``extra`` of every kept message without metadata: empty, shared and read-only. A copy
+    or a pickle of the message gets a plain ``{}`` instead (a mapping proxy would not pickle).
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[()]]:
+        return dict, ()
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+_NO_EXTRA = _NoExtra()
 
 
 @dataclass(slots=True)
