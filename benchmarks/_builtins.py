@@ -17,6 +17,7 @@ from session_migrator._tokens import (
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
     TOKENS_PER_TOOL_CALL,
+    TiktokenCounter,
 )
 
 __all__ = ["llamaindex_buffer", "raw_tiktoken", "trim_messages_cell"]
@@ -118,21 +119,18 @@ def llamaindex_buffer(summary: bool) -> Callable[[Context], Iterator[Record]]:
 
 def raw_pass(ctx: Context) -> Callable[[], int]:
     """The lower bound: one tiktoken pass over every message's text (and call arguments),
-    counted the cheapest way tiktoken has, as the core counts: the length of its buffer of
-    token ids (no Python list of them).
+    counted as the core counts a text (:meth:`TiktokenCounter.count_text`: the length of
+    tiktoken's buffer of token ids, the cheapest count tiktoken has), uncached.
     """
-    enc = get_encoding("o200k_base")
-    assert enc is not None
+    count = TiktokenCounter("o200k_base").count_text
     texts = [m.text for m in ctx.messages] + [
         c.arguments for m in ctx.messages for c in m.tool_calls
     ]
-    encode = enc._core_bpe.encode_to_tiktoken_buffer
-    none: frozenset[str] = frozenset()
 
     def call() -> int:
         total = 0
         for text in texts:
-            total += memoryview(encode(text, none)).nbytes // 4
+            total += count(text)
         return total
 
     return call

@@ -22,7 +22,7 @@ from session_migrator._fit import (
 from session_migrator._messages import MARKER_KEY, Message
 from session_migrator._recall import recall_turns
 from session_migrator._result import CompressionResult, broken_note, latest_user_text
-from session_migrator._steady import Steady, _without, again
+from session_migrator._steady import Steady, again, ids_without
 from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
 from session_migrator._tokens import REPLY_PRIMING, TokenCounter, remembered_count
 
@@ -153,7 +153,7 @@ class _Engine:
             notes,
             # when the cut part is one slice with no system or broken message in it, the
             # messages left out of the result are ``left_out``: no need to walk them all
-            _without(layout.ids, span, recalled_at) if span is not None else None,
+            ids_without(layout.ids, span, recalled_at) if span is not None else None,
         )
         total = counter.count_messages(result.messages)
         if total > budget:  # pragma: no cover - guarded by construction; a bug if reached

@@ -5,7 +5,6 @@ See :class:`ExtractiveSummarizer` for what it keeps and how much of a long input
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from array import array
@@ -14,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate, compress
 
 from session_migrator._messages import Message
-from session_migrator._tokens import TokenCounter, remembered_count
+from session_migrator._tokens import DigestMemo, TokenCounter, remembered_count
 
 __all__ = ["ExtractiveSummarizer"]
 
@@ -323,32 +322,8 @@ def _split(text: str, *, exact: bool = False) -> tuple[list[str], bool]:
     return text.split("\n"), True
 
 
-class _DigestMemo:
-    """Values computed from a text, remembered by the text's digest (no text is kept) for the
-    texts a rolling summary brings back at every update: its own earlier lines. Bounded.
-    """
-
-    def __init__(self, limit: int = 32_768) -> None:
-        self._limit = limit
-        self._values: dict[tuple[str, bytes], float] = {}
-
-    def get(self, kind: str, text: str, compute: Callable[[str], float]) -> float:
-        key = (
-            kind,
-            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-        )
-        value = self._values.get(key)
-        if value is None:
-            if len(self._values) >= self._limit:
-                self._values.clear()
-            value = self._values[key] = compute(text)
-        return value
-
-    def clear(self) -> None:
-        self._values.clear()
-
-
-_memo = _DigestMemo()
+#: Sentence scores of a rolling summary's earlier lines, which come back at every update.
+_memo: DigestMemo[float] = DigestMemo()
 
 #: Reading shares by role, against 1 for the others: user text carries names, preferences and
 #: decisions; tool outputs repeat.
@@ -477,7 +452,7 @@ class ExtractiveSummarizer:
                     # earlier picks keep a bonus: they were already judged worth keeping
                     texts.append(kept)
                     owners.append(-1)
-                    scores.append(_memo.get("score", kept, _score) + 1.0)
+                    scores.append(_memo.get(kept, _score) + 1.0)
         shares = [self.shares.get(m.role, 1.0) for m in messages]
         bodies = [m.text for m in messages]  # a message of parts joins them: once
         cap = _reading_cap([len(b) for b in bodies], shares, self.read_budget(max_tokens))

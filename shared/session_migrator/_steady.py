@@ -23,7 +23,7 @@ from session_migrator._tokens import REPLY_PRIMING, TokenCounter
 if TYPE_CHECKING:
     from session_migrator._engine import _Engine
 
-__all__ = ["Steady", "again"]
+__all__ = ["Steady", "again", "ids_without"]
 
 
 @dataclass
@@ -107,7 +107,7 @@ def again(
             last.recalled_ids,
         )
     else:
-        left_out = _without(layout.ids, held.span, recalled_at)
+        left_out = ids_without(layout.ids, held.span, recalled_at)
         summarized = left_out if held.summary is not None else []
         dropped = [] if held.summary is not None else left_out
         recalled_ids = [m.id for m in recalled]
@@ -134,7 +134,7 @@ def again(
     return result
 
 
-def _without(ids: Sequence[str], span: tuple[int, int], positions: list[int]) -> list[str]:
+def ids_without(ids: Sequence[str], span: tuple[int, int], positions: list[int]) -> list[str]:
     """``ids[span[0]:span[1]]`` less the (increasing) ``positions``."""
     out: list[str] = []
     start = span[0]

@@ -28,9 +28,9 @@ import math
 import re
 import threading
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from session_migrator._calibration import calibrate, calibration_factor
 from session_migrator._calibration import reset_calibration as reset_calibration
@@ -473,11 +473,39 @@ def counter_for(tokenizer: str, *, model: str | None = None) -> BaseCounter:
         return _estimating.setdefault(key, counter)
 
 
-#: Token counts of texts by local counters, by a digest of the counter's name and the text (no
-#: text is kept, nor a key tuple): the texts a rolling summary brings back at every fit (itself,
-#: its earlier lines).
-_text_counts: dict[bytes, int] = {}
-_TEXT_COUNTS_LIMIT = 32_768
+_V = TypeVar("_V")
+
+
+class DigestMemo(Generic[_V]):
+    """Values computed from texts, remembered by a digest of the text (and of a ``namespace``):
+    no text is kept. For the texts a rolling summary brings back at every fit (itself, its
+    earlier lines). Bounded: it starts afresh once it holds ``limit`` values.
+    """
+
+    def __init__(self, limit: int = 32_768) -> None:
+        self._limit = limit
+        self._values: dict[bytes, _V] = {}
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def get(self, text: str, compute: Callable[[str], _V], namespace: str = "") -> _V:
+        digest = hashlib.blake2b(namespace.encode() + b"\x00", digest_size=16)
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        key = digest.digest()
+        value = self._values.get(key)
+        if value is None:
+            if len(self._values) >= self._limit:
+                self._values.clear()
+            value = self._values[key] = compute(text)
+        return value
+
+    def clear(self) -> None:
+        self._values.clear()
+
+
+#: Token counts of texts by local counters (the counter's name is the namespace).
+_text_counts: DigestMemo[int] = DigestMemo()
 
 
 def remembered_count(counter: TokenCounter, text: str) -> int:
@@ -490,16 +518,7 @@ def remembered_count(counter: TokenCounter, text: str) -> int:
         return math.ceil(remembered_count(counter.cache_owner, text) * counter.multiplier)
     if not getattr(counter, "local", False):
         return counter.count_text(text)
-    digest = hashlib.blake2b(counter.name.encode() + b"\x00", digest_size=16)
-    digest.update(text.encode("utf-8", "surrogatepass"))
-    key = digest.digest()
-    tokens = _text_counts.get(key)
-    if tokens is None:
-        tokens = counter.count_text(text)
-        if len(_text_counts) >= _TEXT_COUNTS_LIMIT:
-            _text_counts.clear()
-        _text_counts[key] = tokens
-    return tokens
+    return _text_counts.get(text, counter.count_text, counter.name)
 
 
 def count_all(counter: TokenCounter, messages: Iterable[Message]) -> list[int]:

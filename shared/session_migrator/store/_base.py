@@ -351,12 +351,14 @@ class BaseSessionStore(AsyncMixin, ABC):
     ) -> int:
         """Atomically create the session if needed and add the records whose id is new."""
 
-    @abstractmethod
     def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
-        """Stored bodies in order (after ``after``; MessageNotFoundError if it is unknown)."""
+        """Stored bodies in order (after ``after``; MessageNotFoundError if it is unknown).
+        A backend implements this, or :meth:`_load_messages` when it keeps messages as objects.
+        """
+        raise NotImplementedError
 
     def _load_messages(self, session_id: str, after: str | None) -> list[Message]:
-        """The stored messages in order, decoded from their bodies (memory:// keeps objects)."""
+        """The stored messages in order (after ``after``): the bodies, decoded."""
         return [_codec.message_from_json(b) for b in self._load_bodies(session_id, after)]
 
     @abstractmethod

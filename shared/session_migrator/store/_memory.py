@@ -72,10 +72,6 @@ class _Stored:
         kept = self.kept
         return kept if isinstance(kept, Message) else _codec.message_from_json(kept)
 
-    def body(self) -> str:
-        kept = self.kept
-        return _codec.message_to_json(kept) if isinstance(kept, Message) else kept
-
 
 def _frozen(message: Message) -> Message | None:
     """The copy to keep of ``message`` when nothing in it can be changed: no ``extra`` and a
@@ -175,9 +171,6 @@ class MemoryStore(BaseSessionStore):
                 found.append(session.messages[mid])
             found.reverse()
             return found
-
-    def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
-        return [s.body() for s in self._stored(session_id, after)]
 
     def _load_messages(self, session_id: str, after: str | None) -> list[Message]:
         return [s.message() for s in self._stored(session_id, after)]
