@@ -20,7 +20,6 @@ from session_migrator._fit import (
     truncate_text,
 )
 from session_migrator._messages import MARKER_KEY, Message
-from session_migrator._recall import recall_turns
 from session_migrator._result import CompressionResult, broken_note, latest_user_text
 from session_migrator._steady import Steady, again, ids_without
 from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
@@ -110,6 +109,9 @@ class _Engine:
             recall_room = room - max(
                 note_room, int(available * self.summary_share) if self.summarizer else note_room
             )
+            # imported here: recall brings numpy in, which a fit without it does not need
+            from session_migrator._recall import recall_turns
+
             recalled, recalled_at, recalled_cost = recall_turns(
                 messages,
                 layout,

@@ -1,23 +1,34 @@
-"""Full-text relevance ranking with SQLite FTS5 (bm25), from the standard library.
+"""Full-text relevance ranking (bm25): SQLite FTS5 tokenizes, numpy scores.
 
 Used by the ``recall`` strategy to bring back the cut turns that matter for the current question:
 :func:`recall_turns` ranks the whole cut turns and takes the best that fit, in their order.
+
+Documents and questions are split into tokens by FTS5's ``porter unicode61`` tokenizer (Unicode
+folding, Porter stemming). A question is searched by its distinct stems, less stop words (by at
+most :data:`MAX_QUERY_TERMS`, its rarest); a document's score is the sum, over those stems, of
+the classic bm25 weight (k1 = 1.2, b = 0.75, FTS5's idf). :func:`rank_by_relevance` ranks a list
+once from an FTS5 index and the postings of the question's stems alone; a
+:class:`RelevanceIndex` holds every stem's postings in numpy arrays, so that a new question over
+a cut part that grows costs its own stems and postings, not a pass over the cut part.
 """
 
 from __future__ import annotations
 
-import itertools
+import math
 import re
 import sqlite3
-from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Generic, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from session_migrator._fit import Layout, Unit
 from session_migrator._messages import Message
 from session_migrator._tokens import TokenCounter
 
-__all__ = ["RelevanceIndex", "rank_by_relevance", "recall_turns"]
+__all__ = ["MAX_QUERY_TERMS", "RelevanceIndex", "query_terms", "rank_by_relevance", "recall_turns"]
 
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
 _STOP = frozenset(
@@ -39,152 +50,347 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
-#: A long question is searched by this many of its words, the rarest in the documents: bm25
-#: gives common words little weight anyway, and each word's postings cost time.
+#: A long question is searched by this many of its stems, the rarest in the documents: bm25
+#: gives common stems little weight anyway, and each stem's postings cost time.
 MAX_QUERY_TERMS = 16
 _TOKENIZER = "porter unicode61"
-#: Keys (rowid - 1) and scores (negated bm25: higher is better), best first, ties to the later.
-_RANK = "SELECT rowid - 1, -bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid DESC"
+_K1 = 1.2
+_B = 0.75
+#: The kept index tokenizes new documents this many characters at a time (bounding the memory
+#: the tokenizer's scratch index and its output take), each batch one segment of postings ...
+_BATCH_CHARS = 2_000_000
+#: ... and merges a segment into the one before while that one has at most this many times its
+#: postings, below :data:`_BIG` postings (so that a cut part growing a turn at a time keeps few
+#: small segments, and the large ones made at once are not sorted again).
+_MERGE_RATIO = 2
+_BIG = 1 << 16
+
+_Floats = npt.NDArray[np.float64]
+_Ints = npt.NDArray[np.int64]
+_Small = npt.NDArray[np.integer[Any]]
 
 
-#: The scratch table's columns: a question's words are stemmed this many to a row, one a column.
-_WIDE = 64
-_COLUMNS = [f"c{k}" for k in range(_WIDE)]
-
-
-def _open(con: sqlite3.Connection) -> None:
-    """The (contentless) document table and its vocabulary."""
-    con.execute(f"CREATE VIRTUAL TABLE docs USING fts5(body, content='', tokenize='{_TOKENIZER}')")
-    con.execute("CREATE VIRTUAL TABLE docs_vocab USING fts5vocab(docs, 'row')")
-
-
-def _open_scratch(con: sqlite3.Connection) -> None:
-    """A contentless scratch table that stems words (one a column) and counts a batch of
-    documents' words (in its first column); only a question of more than
-    :data:`MAX_QUERY_TERMS` words, or a kept index, needs it.
+class _Tokenizer:
+    """An in-memory SQLite database whose contentless FTS5 scratch table turns text into stems:
+    a question's distinct stems, or each document's stems and their counts.
     """
-    columns = ", ".join(_COLUMNS)
-    con.execute(
-        f"CREATE VIRTUAL TABLE words USING fts5({columns}, content='', tokenize='{_TOKENIZER}')"
-    )
-    con.execute("CREATE VIRTUAL TABLE words_stems USING fts5vocab(words, 'instance')")
-    con.execute("CREATE VIRTUAL TABLE words_docs USING fts5vocab(words, 'row')")
-
-
-def _scratch(con: sqlite3.Connection, rows: Iterable[Sequence[int | str]]) -> None:
-    """Make the scratch table hold exactly ``rows``: each a rowid, then texts for its first
-    columns.
-    """
-    con.execute("INSERT INTO words(words) VALUES ('delete-all')")
-    for length, batch in itertools.groupby(rows, len):
-        names = ", ".join(_COLUMNS[: length - 1])
-        marks = ", ".join("?" * length)
-        con.executemany(f"INSERT INTO words(rowid, {names}) VALUES ({marks})", batch)
-
-
-#: How many documents hold a stem, given the stems (absent ones: in none).
-_Counts = Callable[[sqlite3.Connection, list[str]], Mapping[str, int]]
-
-
-def _counts_from_vocab(con: sqlite3.Connection, stems: list[str]) -> dict[str, int]:
-    """From the documents' vocabulary (which reads each stem's whole document list)."""
-    marks = ", ".join("?" * len(stems))
-    rows = con.execute(f"SELECT term, doc FROM docs_vocab WHERE term IN ({marks})", stems)
-    return dict(rows.fetchall())
-
-
-class _Stems:
-    """Each word's stems (the tokens the documents' tokenizer makes of it), remembered."""
 
     def __init__(self) -> None:
-        self.of: dict[str, tuple[str, ...]] = {}
-
-    def learn(self, con: sqlite3.Connection, words: list[str]) -> None:
-        new = [w for w in dict.fromkeys(words) if w not in self.of]
-        if not new:
-            return
-        _scratch(
-            con,
-            ((k // _WIDE + 1, *new[k : k + _WIDE]) for k in range(0, len(new), _WIDE)),
+        self.con = sqlite3.connect(":memory:", check_same_thread=False)
+        self.con.execute(
+            f"CREATE VIRTUAL TABLE scratch USING fts5(body, content='', tokenize='{_TOKENIZER}')"
         )
-        found: dict[str, list[str]] = {w: [] for w in new}
-        column = {name: k for k, name in enumerate(_COLUMNS)}
-        for stem, doc, col in con.execute("SELECT term, doc, col FROM words_stems"):
-            found[new[(int(doc) - 1) * _WIDE + column[col]]].append(stem)
-        self.of.update((w, tuple(dict.fromkeys(v))) for w, v in found.items())
+        self.con.execute("CREATE VIRTUAL TABLE scratch_terms USING fts5vocab(scratch, 'row')")
+        self.con.execute(
+            "CREATE VIRTUAL TABLE scratch_instances USING fts5vocab(scratch, 'instance')"
+        )
+
+    def _distinct(self, text: str) -> list[str]:
+        """The distinct stems of ``text``, in the index's (binary) order."""
+        self.con.execute("INSERT INTO scratch(rowid, body) VALUES (1, ?)", (text,))
+        try:
+            return [term for (term,) in self.con.execute("SELECT term FROM scratch_terms")]
+        finally:
+            self.con.execute("INSERT INTO scratch(scratch) VALUES ('delete-all')")
+
+    def stems(self, query: str) -> list[str]:
+        """The stems ``query`` is searched by: distinct, in the index's order, without stop
+        words' stems and one-character stems.
+        """
+        global _stop_stems
+        if _stop_stems is None:
+            _stop_stems = frozenset(self._distinct(" ".join(sorted(_STOP))))
+        stop = _stop_stems
+        return [s for s in self._distinct(query) if len(s) > 1 and s not in stop]
+
+    def postings(self, texts: Sequence[str]) -> _Postings:
+        """Each of ``texts``' stems, the documents (positions in ``texts``) holding it and how
+        many times, and each document's length in tokens.
+        """
+        con = self.con
+        con.executemany(
+            "INSERT INTO scratch(rowid, body) VALUES (?, ?)",
+            ((k + 1, text) for k, text in enumerate(texts)),
+        )
+        try:
+            # one row per stem (the vocabulary is read in stem order, no sort): the documents of
+            # each of its occurrences, in document order
+            return _Postings.of(
+                con.execute(
+                    "SELECT term, count(*), group_concat(doc, ' ') FROM scratch_instances "
+                    "GROUP BY term"
+                ),
+                len(texts),
+            )
+        finally:
+            con.execute("INSERT INTO scratch(scratch) VALUES ('delete-all')")
+
+    def close(self) -> None:
+        self.con.close()
 
 
-def _match(con: sqlite3.Connection, terms: list[str], stems: _Stems, counted: _Counts) -> str:
-    """The MATCH expression for ``terms``: all of them, or the :data:`MAX_QUERY_TERMS` rarest in
-    the documents (by the most documents any of a word's stems is in; ties to the earlier word;
-    words in no document left out: they cannot make a document relevant).
+_stop_stems: frozenset[str] | None = None
+
+
+@dataclass
+class _Postings:
+    """Stems, and for each (stem, document) pair: the stem's position in ``terms``, the
+    document, and how many times the stem occurs in it (pairs in stem order, then document
+    order); ``lengths``: each document's tokens.
     """
-    if len(terms) > MAX_QUERY_TERMS:
-        stems.learn(con, terms)
-        counts = counted(con, list(dict.fromkeys(s for t in terms for s in stems.of[t])))
-        rarity = [max((counts.get(s, 0) for s in stems.of[t]), default=0) for t in terms]
-        found = [k for k in range(len(terms)) if rarity[k] > 0]
-        found.sort(key=lambda k: (rarity[k], k))
-        terms = [terms[k] for k in sorted(found[:MAX_QUERY_TERMS])]
+
+    terms: list[str]
+    term: _Small
+    doc: _Small
+    tf: _Small
+    lengths: _Ints
+
+    @classmethod
+    def of(cls, rows: sqlite3.Cursor, size: int) -> _Postings:
+        """From (stem, occurrences, their 1-based documents space-separated) rows, read a few
+        at a time (the documents' numbers as text take more room than the arrays).
+        """
+        terms: list[str] = []
+        counted: list[int] = []
+        parts: list[_Small] = []
+        while chunk := rows.fetchmany(1024):
+            terms.extend(row[0] for row in chunk)
+            counted.extend(row[1] for row in chunk)
+            # (32-bit: a batch of documents holds fewer than 2**31 tokens)
+            parts.append(np.fromstring(" ".join(row[2] for row in chunk), dtype=np.int32, sep=" "))
         if not terms:
-            return ""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+            empty = np.zeros(0, dtype=np.int32)
+            return cls([], empty, empty, empty, np.zeros(size, dtype=np.int64))
+        counts = np.array(counted, dtype=np.int64)
+        docs = np.concatenate(parts)
+        del parts
+        docs -= 1
+        if len(docs) != int(counts.sum()):  # pragma: no cover - a tokenizer bug if reached
+            raise AssertionError("the tokenizer's occurrences do not add up")
+        first = np.zeros(len(terms), dtype=np.int64)  # where each stem's occurrences start
+        np.cumsum(counts[:-1], out=first[1:])
+        inside = np.ones(len(docs), dtype=bool)
+        inside[first] = False
+        if bool(np.any((docs[1:] < docs[:-1]) & inside[1:])):  # pragma: no cover - not seen
+            # a stem's documents out of order: put them in order
+            term = np.repeat(np.arange(len(terms), dtype=np.int32), counts)
+            docs = docs[np.lexsort((docs, term))]
+            del term
+        # a (stem, document) pair starts where a stem's run starts or the document changes
+        new = inside
+        np.not_equal(docs[1:], docs[:-1], out=new[1:])
+        new[first] = True
+        pairs = np.add.reduceat(new, first, dtype=np.int64)  # each stem's documents
+        starts = np.flatnonzero(new)
+        del new
+        tf = np.empty(len(starts), dtype=np.int64)
+        tf[:-1] = starts[1:]
+        tf[-1] = len(docs)
+        tf -= starts
+        doc = docs[starts]
+        del starts
+        lengths = np.bincount(docs, minlength=size).astype(np.int64)
+        term = np.repeat(np.arange(len(terms), dtype=np.int32), pairs)
+        return cls(terms, term, doc, tf.astype(np.int32), lengths)
+
+
+def _rarest(counts: _Ints) -> _Ints:
+    """Positions of the stems to search by, given how many documents hold each: those in some
+    document, the :data:`MAX_QUERY_TERMS` rarest of them (ties to the earlier), in order.
+    """
+    found = np.flatnonzero(counts > 0)
+    if len(found) > MAX_QUERY_TERMS:
+        found = np.sort(found[np.lexsort((found, counts[found]))[:MAX_QUERY_TERMS]])
+    return found
+
+
+def _idfs(documents: int, holding: _Ints) -> _Floats:
+    """FTS5's bm25 idf of stems held by ``holding`` of ``documents`` documents (never below a
+    small positive floor).
+    """
+    out = [math.log((documents - n + 0.5) / (n + 0.5)) for n in holding.tolist()]
+    return np.array([idf if idf > 0.0 else 1e-6 for idf in out], dtype=np.float64)
+
+
+def _runs(starts: _Ints, lengths: _Ints) -> _Ints:
+    """The positions ``starts[j] .. starts[j] + lengths[j] - 1`` for each j, one after another."""
+    before = np.cumsum(lengths) - lengths
+    return np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()))
+
+
+def _scores(doc: _Small, tf: _Small, idf: _Floats, lengths: _Floats, average: float) -> _Floats:
+    """bm25 scores of every document (0: none of the stems), given the searched stems'
+    postings (a document's in stem order: its sum is taken in that order) and each posting's
+    stem's idf.
+    """
+    freq = tf.astype(np.float64)
+    norm = _K1 * ((1.0 - _B) + (_B * lengths[doc]) / average)
+    weights = idf * ((freq * (_K1 + 1.0)) / (freq + norm))
+    return np.bincount(doc, weights=weights, minlength=len(lengths)).astype(np.float64, copy=False)
+
+
+def _best_first(scores: _Floats, keys: _Ints) -> tuple[_Ints, _Floats]:
+    """The scored documents' keys and scores, highest first (ties: the later key first)."""
+    hit = np.flatnonzero(scores)
+    at = hit[np.lexsort((-keys[hit], -scores[hit]))]
+    return keys[at], scores[at]
 
 
 def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, float]]:
     """Indices of ``documents`` matching ``query``, most relevant first, with bm25 scores.
 
-    Scores are negated bm25 (higher is better); ties go to the later document. Documents with no
-    query word are left out. Porter stemming and Unicode folding apply. A question of more than
-    :data:`MAX_QUERY_TERMS` words is searched by its rarest ones.
+    Scores are higher the better; ties go to the later document. Documents with none of the
+    query's stems are left out. Porter stemming and Unicode folding apply. A question of more
+    than :data:`MAX_QUERY_TERMS` stems is searched by its rarest ones.
     """
-    terms = query_terms(query)
-    if not terms or not documents:
+    if not documents:
         return []
-    con = sqlite3.connect(":memory:")
+    tokenizer = _Tokenizer()
     try:
-        _open(con)
-        if len(terms) > MAX_QUERY_TERMS:
-            _open_scratch(con)
+        stems = tokenizer.stems(query)
+        if not stems:
+            return []
+        con = tokenizer.con
+        con.execute(
+            f"CREATE VIRTUAL TABLE docs USING fts5(body, content='', tokenize='{_TOKENIZER}')"
+        )
+        con.execute("CREATE VIRTUAL TABLE docs_terms USING fts5vocab(docs, 'row')")
+        con.execute("CREATE VIRTUAL TABLE docs_instances USING fts5vocab(docs, 'instance')")
         con.executemany(
             "INSERT INTO docs(rowid, body) VALUES (?, ?)",
-            ((i + 1, text) for i, text in enumerate(documents)),
+            ((k + 1, text) for k, text in enumerate(documents)),
         )
-        match = _match(con, terms, _Stems(), _counts_from_vocab)
-        rows = con.execute(_RANK, (match,)).fetchall() if match else []
+        marks = ", ".join("?" * len(stems))
+        holding = dict(
+            con.execute(f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})", stems)
+        )
+        counts = np.array([holding.get(stem, 0) for stem in stems], dtype=np.int64)
+        chosen = _rarest(counts)
+        if not len(chosen):
+            return []
+        picked = [stems[k] for k in chosen.tolist()]
+        marks = ", ".join("?" * len(picked))
+        rows = con.execute(
+            "SELECT term, count(*), group_concat(doc, ' ') FROM docs_instances "
+            f"WHERE term IN ({marks}) GROUP BY term",
+            picked,
+        )
+        postings = _Postings.of(rows, len(documents))
+        lengths = np.zeros(len(documents), dtype=np.float64)
+        for rowid, size in con.execute("SELECT id, sz FROM docs_docsize"):
+            lengths[rowid - 1] = _varint(size)
     finally:
-        con.close()
-    return rows
+        tokenizer.close()
+    # the vocabularies' order is the stems' order: the postings are the picked stems' in turn
+    if postings.terms != picked:  # pragma: no cover - a tokenizer bug if reached
+        raise AssertionError("the index's stems are not the question's")
+    n = len(documents)
+    runs = np.bincount(postings.term, minlength=len(picked))
+    idf = np.repeat(_idfs(n, counts[chosen]), runs)
+    scores = _scores(postings.doc, postings.tf, idf, lengths, int(lengths.sum()) / n)
+    keys, values = _best_first(scores, np.arange(n, dtype=np.int64))
+    return list(zip(keys.tolist(), values.tolist(), strict=True))
+
+
+def _varint(data: bytes) -> int:
+    """The first SQLite varint of ``data`` (an FTS5 row size: its tokens)."""
+    value = 0
+    for byte in data[:8]:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return (value << 8) | data[8]
+
+
+@dataclass
+class _Segment:
+    """Postings of a run of documents, by stem id: ``terms`` (increasing), and stem
+    ``terms[j]``'s documents (slots) and counts at ``[starts[j], starts[j + 1])``.
+    """
+
+    terms: _Small
+    starts: _Ints
+    slots: _Small
+    tfs: _Small
+
+    @classmethod
+    def of(cls, term: _Small, slot: _Small, tf: _Small) -> _Segment:
+        """From pairs in any stem order (a stem's pairs in slot order)."""
+        if bool(np.any(term[1:] < term[:-1])):
+            order = np.argsort(term, kind="stable")
+            term, slot, tf = term[order], slot[order], tf[order]
+            del order
+        bounds = np.flatnonzero(term[1:] != term[:-1]) + 1
+        starts = np.concatenate(([0], bounds, [len(term)])).astype(np.int64)
+        return cls(term[starts[:-1]], starts, _narrow(slot), _narrow(tf))
+
+    @property
+    def size(self) -> int:
+        return len(self.slots)
+
+    def merged(self, later: _Segment) -> _Segment:
+        runs = [np.diff(self.starts), np.diff(later.starts)]
+        term = np.concatenate([np.repeat(self.terms, runs[0]), np.repeat(later.terms, runs[1])])
+        slot = np.concatenate([self.slots.astype(np.int32), later.slots.astype(np.int32)])
+        tf = np.concatenate([self.tfs.astype(np.int32), later.tfs.astype(np.int32)])
+        return _Segment.of(term, slot, tf)
+
+
+def _narrow(values: _Small) -> _Small:
+    """``values`` (not negative) in 16 bits where they fit, else 32 (postings are most of what
+    the index holds).
+    """
+    if not len(values) or int(values.max()) < 1 << 16:
+        return values.astype(np.uint16)
+    return values.astype(np.int32)
 
 
 _Doc = TypeVar("_Doc")
 
 
-class RelevanceIndex(Generic[_Doc]):
-    """A full-text index kept between rankings, for documents keyed by increasing integers.
+_Array = TypeVar("_Array", bound=npt.NDArray[np.generic])
 
-    :meth:`sync` makes it hold exactly the given documents, indexing only the new ones (the
-    others are dropped), so that re-ranking a conversation whose cut part grew by a turn costs
-    that turn, not the whole cut part. :meth:`rank` gives what :func:`rank_by_relevance` gives
-    for the same documents in key order (bm25 reads the same statistics), with keys instead of
-    positions. The table is contentless: no copy of the text is kept. How many documents hold
-    each stem (which picks a long question's rarest words) is kept in a table, made with the
-    index and kept up to date as turns are added, so that a new question reads one row per word.
-    Not thread-safe: its owner serialises access.
+
+def _grown(array: _Array, size: int) -> _Array:
+    """``array``, or a copy with room for ``size`` items (the new ones zero)."""
+    if size <= len(array):
+        return array
+    out = np.zeros(max(size, 2 * len(array), 64), dtype=array.dtype)
+    out[: len(array)] = array
+    return out  # type: ignore[return-value]
+
+
+class RelevanceIndex(Generic[_Doc]):
+    """A relevance index kept between rankings, for documents keyed by integers.
+
+    :meth:`sync` makes it hold exactly the given documents, tokenizing only the new ones (and
+    the dropped ones, to take their stems out of the counts), so that re-ranking a conversation
+    whose cut part grew by a turn costs that turn, not the whole cut part. :meth:`rank` gives
+    what :func:`rank_by_relevance` gives for the same documents in key order (the same stems,
+    counts and arithmetic), with keys instead of positions. No text is kept: each stem's
+    postings are numpy arrays (in a few segments: one per large batch of documents, small ones
+    merged as they come), so that a new question costs its stems' postings. Not thread-safe:
+    its owner serialises access.
     """
 
     def __init__(self, text: Callable[[_Doc], str]) -> None:
         self._text = text
-        self._con = sqlite3.connect(":memory:", check_same_thread=False)
-        _open(self._con)
-        _open_scratch(self._con)
-        # how many documents hold each stem, for picking a long question's rarest words: the
-        # vocabulary reads a stem's whole document list, this table one row
-        self._con.execute("CREATE TABLE counts(term TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID")
+        self._tokenizer = _Tokenizer()
         self._docs: dict[int, _Doc] = {}
-        # the last ranking: its question, keys and scores (arrays: 16 bytes a ranked document)
-        self._ranked: tuple[str, array[int], array[float]] | None = None
-        self._stems = _Stems()
+        self._reset()
+        # the last ranking: its question, keys and scores
+        self._ranked: tuple[str, _Ints, _Floats] | None = None
+
+    def _reset(self) -> None:
+        self._slot: dict[int, int] = {}  # key -> slot
+        self._slots = 0
+        self._keys: _Ints = np.zeros(0, dtype=np.int64)  # slot -> key
+        self._lengths: _Floats = np.zeros(0, dtype=np.float64)  # slot -> tokens
+        self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._vocab: dict[str, int] = {}  # stem -> id
+        self._df: _Ints = np.zeros(0, dtype=np.int64)  # id -> documents held holding it
+        self._segments: list[_Segment] = []
+        self._tokens = 0  # in the documents held
 
     def keys(self) -> list[int]:
         """The keys of the documents held, in increasing order."""
@@ -200,69 +406,135 @@ class RelevanceIndex(Generic[_Doc]):
         if not gone and not new:
             return
         self._ranked = None
-        # a few newly cut turns are counted into ``counts`` as they come; otherwise (the first
-        # sync, dropped turns, more new turns than held) ``counts`` is made again from the index
-        recount = bool(gone) or len(new) > len(held)
-        if gone:
-            # a contentless table forgets a row given the text it was indexed with
-            self._con.executemany(
-                "INSERT INTO docs(docs, rowid, body) VALUES('delete', ?, ?)",
-                [(k + 1, self._text(held.pop(k))) for k in gone],
-            )
-        if new and not recount:
-            texts = [self._text(documents[k]) for k in new]
-            self._con.executemany(
-                "INSERT INTO docs(rowid, body) VALUES (?, ?)",
-                [(k + 1, t) for k, t in zip(new, texts, strict=True)],
-            )
-            _scratch(self._con, enumerate(texts, 1))
-            self._con.execute(
-                "INSERT INTO counts(term, n) SELECT term, doc FROM words_docs WHERE true "
-                "ON CONFLICT(term) DO UPDATE SET n = n + excluded.n"
-            )
-        elif new:
-            # a generator: one document's text at a time, never all of them at once
-            self._con.executemany(
-                "INSERT INTO docs(rowid, body) VALUES (?, ?)",
-                ((k + 1, self._text(documents[k])) for k in new),
-            )
-        if recount:
-            self._con.execute("DELETE FROM counts")
-            self._con.execute("INSERT INTO counts(term, n) SELECT term, doc FROM docs_vocab")
+        dead = self._slots - len(self._slot) + len(gone)
+        if gone and dead > len(held) - len(gone):
+            # more dropped than held, all told: index what stays again rather than keep the
+            # dropped documents' postings
+            for k in gone:
+                del held[k]
+            self._reset()
+            new = list(held) + new
+        elif gone:
+            self._drop(gone)
         for k in new:
             held[k] = documents[k]
+        keys: list[int] = []
+        texts: list[str] = []
+        chars = 0
+        for k in new:
+            keys.append(k)
+            texts.append(self._text(held[k]))
+            chars += len(texts[-1])
+            if chars >= _BATCH_CHARS:
+                self._add(keys, texts)
+                keys, texts, chars = [], [], 0
+        if keys:
+            self._add(keys, texts)
 
-    def _counts(self, con: sqlite3.Connection, stems: list[str]) -> dict[str, int]:
-        marks = ", ".join("?" * len(stems))
-        rows = con.execute(f"SELECT term, n FROM counts WHERE term IN ({marks})", stems)
-        return dict(rows.fetchall())
+    def _add(self, keys: list[int], texts: list[str]) -> None:
+        postings = self._tokenizer.postings(texts)
+        first = self._slots
+        count = len(keys)
+        self._slots += count
+        self._keys = _grown(self._keys, self._slots)
+        self._lengths = _grown(self._lengths, self._slots)
+        self._alive = _grown(self._alive, self._slots)
+        self._keys[first : first + count] = keys
+        self._lengths[first : first + count] = postings.lengths
+        self._alive[first : first + count] = True
+        self._slot.update(zip(keys, range(first, first + count), strict=True))
+        self._tokens += int(postings.lengths.sum())
+        if not postings.terms:
+            return
+        vocab = self._vocab
+        ids = np.fromiter(
+            (vocab.setdefault(t, len(vocab)) for t in postings.terms),
+            dtype=np.int64,
+            count=len(postings.terms),
+        )
+        self._df = _grown(self._df, len(vocab))
+        term = ids[postings.term]
+        np.add.at(self._df, term, 1)
+        self._segments.append(_Segment.of(term, postings.doc + first, postings.tf))
+        segments = self._segments
+        while (
+            len(segments) > 1
+            and segments[-2].size < _BIG
+            and segments[-2].size <= _MERGE_RATIO * segments[-1].size
+        ):
+            later = segments.pop()
+            segments[-1] = segments[-1].merged(later)
+
+    def _drop(self, keys: list[int]) -> None:
+        texts = [self._text(self._docs.pop(k)) for k in keys]
+        postings = self._tokenizer.postings(texts)
+        ids = np.array([self._vocab[t] for t in postings.terms], dtype=np.int64)
+        if len(ids):
+            np.subtract.at(self._df, ids[postings.term], 1)
+        for k in keys:
+            slot = self._slot.pop(k)
+            self._alive[slot] = False
+        self._tokens -= int(postings.lengths.sum())
 
     def rank(self, query: str) -> list[tuple[int, float]]:
         """Keys of the documents matching ``query``, most relevant first (ties: later key), with
-        their scores (negated bm25).
+        their bm25 scores.
         """
         keys, scores = self._rank(query)
-        return list(zip(keys, scores, strict=True))
+        return list(zip(keys.tolist(), scores.tolist(), strict=True))
 
-    def ranked_keys(self, query: str) -> Sequence[int]:
+    def ranked_keys(self, query: str) -> _Ints:
         """:meth:`rank`'s keys alone."""
         return self._rank(query)[0]
 
-    def _rank(self, query: str) -> tuple[array[int], array[float]]:
+    def _rank(self, query: str) -> tuple[_Ints, _Floats]:
         """The same query on the same documents is answered from the last ranking."""
         if self._ranked is not None and self._ranked[0] == query:
             return self._ranked[1], self._ranked[2]
-        terms = query_terms(query)
-        if not terms or not self._docs:
-            return array("q"), array("d")
-        match = _match(self._con, terms, self._stems, self._counts)
-        rows = self._con.execute(_RANK, (match,)).fetchall() if match else []
-        keys, scores = zip(*rows, strict=True) if rows else ((), ())
-        self._ranked = (query, array("q", keys), array("d", scores))
-        return self._ranked[1], self._ranked[2]
+        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+        held = len(self._docs)
+        stems = self._tokenizer.stems(query) if held else []
+        vocab = self._vocab
+        ids = np.fromiter((vocab.get(s, -1) for s in stems), dtype=np.int64, count=len(stems))
+        counts = np.zeros(len(stems), dtype=np.int64)
+        known = ids >= 0
+        counts[known] = self._df[ids[known]]
+        chosen = _rarest(counts)
+        if not len(chosen):
+            self._ranked = (query, *none)
+            return none
+        wanted = ids[chosen]
+        idf = _idfs(held, counts[chosen])
+        docs: list[_Small] = []
+        tfs: list[_Small] = []
+        idfs: list[_Floats] = []
+        for segment in self._segments:
+            # the wanted stems' postings in this segment, stem after stem (a document is in
+            # one segment: its stems come in the wanted order)
+            terms = segment.terms
+            at = np.minimum(np.searchsorted(terms, wanted), len(terms) - 1)
+            starts = segment.starts[at]
+            found = np.where(terms[at] == wanted, segment.starts[at + 1] - starts, 0)
+            if found.any():
+                where = _runs(starts, found)
+                docs.append(segment.slots[where])
+                tfs.append(segment.tfs[where])
+                idfs.append(np.repeat(idf, found))
+        size = self._slots
+        scores = _scores(
+            np.concatenate(docs),
+            np.concatenate(tfs),
+            np.concatenate(idfs),
+            self._lengths[:size],
+            self._tokens / held,
+        )
+        scores[~self._alive[:size]] = 0.0
+        keys, values = _best_first(scores, self._keys[:size])
+        self._ranked = (query, keys, values)
+        return keys, values
 
     def close(self) -> None:
-        self._con.close()
+        self._tokenizer.close()
 
 
 # -- choosing the cut turns to bring back ---------------------------------------------------
@@ -307,66 +579,133 @@ def recall_turns(
             held.index = previous if previous is not None else RelevanceIndex(document)
             held.index.sync({key: held.turns[k] for key, k in held.keys.items()})
             cache["recall"] = held
-    turns, smallest = held.turns, held.smallest
-    ranked: Iterable[int]
+    turns = held.turns
+    order: _Ints
     if held.index is not None:
-        ranked = map(held.keys.__getitem__, held.index.ranked_keys(query))
+        order = held.positions(held.index.ranked_keys(query))
     else:
-        ranked = (k for k, _ in rank_by_relevance([document(t) for t in turns], query))
+        ranked = rank_by_relevance([document(t) for t in turns], query)
+        order = np.array([k for k, _ in ranked], dtype=np.int64)
+    # (turn, its messages' positions) of the turns taken, whole or compact, in rank order
     chosen: list[tuple[int, list[int]]] = []
     used = 0
     firsts, wholes = held.firsts, held.wholes
+    candidates: list[int]
+    if held.counted:
+        # every cost is known: the best turns whose whole costs add up to at most the room are
+        # all taken whole; of the others, only those whose question fits what is left can be
+        costs = held.whole_costs()[order]
+        start = int(np.searchsorted(np.cumsum(costs), room, side="right"))
+        used = int(costs[:start].sum())
+        chosen = [(k, held.whole(k)) for k in order[:start].tolist()]
+        rest = order[start:]
+        # a turn that does not fit whole may fit in its compact form (never larger)
+        candidates = rest[held.compact_costs(messages)[rest] <= room - used].tolist()
+    else:
+        candidates = order.tolist()
 
     def cost_of(unit: Unit) -> int:
         return layout.unit_cost(unit, messages, counter)
 
-    for index_ in ranked:
-        if room - used < smallest:
-            break  # not even the smallest turn's question fits any more
-        turn = turns[index_]
+    for index_ in candidates:
+        left = room - used
+        if left < 1:
+            break
         first = firsts[index_]
+        if first > left:
+            continue  # neither the turn nor its compact form (which starts with it) fits
+        turn = turns[index_]
         if first < 0:
             first = firsts[index_] = cost_of(turn[0])
-        if first > room - used:
-            continue  # neither the turn nor its compact form (which starts with it) fits
+            if first > left:
+                continue
         cost = wholes[index_]
         if cost < 0:
             cost = wholes[index_] = first + sum(cost_of(u) for u in turn[1:])
-        take = turn
-        if used + cost > room:
+        if cost <= left:
+            chosen.append((index_, held.whole(index_)))
+        else:
             # compact form: the question and the last plain answer of that turn
-            answer = next(
-                (u for u in reversed(turn[1:]) if not messages[u.indices[0]].tool_calls), None
-            )
-            take = [turn[0]] + ([answer] if answer else [])
-            cost = first + (cost_of(answer) if answer else 0)
-            if used + cost > room:
+            cost, at = held.compact(index_, messages, cost_of)
+            if cost > left:
                 continue
-        chosen.append((turn[0].indices[0], [i for u in take for i in u.indices]))
+            chosen.append((index_, at))
         used += cost
-    chosen.sort(key=lambda item: item[0])
+    chosen.sort()
     at = [i for _, positions in chosen for i in positions]
     return [messages[i] for i in at], at, used
 
 
 class _CutTurns:
-    """The whole turns of a cut, keyed by their first message's index, the smallest turn's
-    question, and (when kept between fits) the full-text index that holds them.
+    """The whole turns of a cut, keyed by their first message's index, their questions' costs
+    and (when kept between fits) the index that holds them.
     """
 
     def __init__(self, layout: Layout, cut: tuple[range, ...]) -> None:
         self.cut = cut
         self.turns = _cut_turns(layout, cut)
         self.keys = {t[0].indices[0]: k for k, t in enumerate(self.turns)}
-        # the cut turns of a cold migration were not counted: counting them all to find the
-        # smallest would cost what was spared (a turn is counted when its rank comes)
-        self.smallest = (
-            1 if layout.counted_from else min((t[0].cost for t in self.turns), default=0)
-        )
         self.index: RelevanceIndex[list[Unit]] | None = None
-        # each turn's question's cost and its whole cost, once needed (-1: not yet)
-        self.firsts = [-1] * len(self.turns)
+        # each turn's question's cost and its whole cost, once needed (-1: not yet); the cut
+        # turns of a cold migration were not counted: counting them all would cost what was
+        # spared (a turn is counted when its rank comes)
+        self.counted = layout.counted_from == 0
+        self.firsts = [t[0].cost for t in self.turns] if self.counted else [-1] * len(self.turns)
         self.wholes = [-1] * len(self.turns)
+        self._starts: _Ints | None = None
+        self._wholes: dict[int, list[int]] = {}
+        self._whole_costs: _Ints | None = None
+        self._compact_costs: _Ints | None = None
+        self._compacts: dict[int, tuple[int, list[int]]] = {}
+
+    def whole_costs(self) -> _Ints:
+        """Each turn's cost (its messages counted)."""
+        if self._whole_costs is None:
+            costs = [sum(u.cost for u in turn) for turn in self.turns]
+            self.wholes[:] = costs
+            self._whole_costs = np.array(costs, dtype=np.int64)
+        return self._whole_costs
+
+    def whole(self, k: int) -> list[int]:
+        """The positions of turn ``k``'s messages."""
+        at = self._wholes.get(k)
+        if at is None:
+            at = self._wholes[k] = [i for u in self.turns[k] for i in u.indices]
+        return at
+
+    def compact(
+        self, k: int, messages: Sequence[Message], cost_of: Callable[[Unit], int]
+    ) -> tuple[int, list[int]]:
+        """Turn ``k``'s compact form: its question and its last plain answer (if any), what it
+        costs and its messages' positions.
+        """
+        found = self._compacts.get(k)
+        if found is None:
+            turn = self.turns[k]
+            answer = next(
+                (u for u in reversed(turn[1:]) if not messages[u.indices[0]].tool_calls), None
+            )
+            units = [turn[0]] + ([answer] if answer else [])
+            cost = self.firsts[k] + (cost_of(answer) if answer else 0)
+            found = self._compacts[k] = (cost, [i for u in units for i in u.indices])
+        return found
+
+    def compact_costs(self, messages: Sequence[Message]) -> _Ints:
+        """Each turn's compact form's cost (the turns counted)."""
+        if self._compact_costs is None:
+            costs = [self.compact(k, messages, _counted)[0] for k in range(len(self.turns))]
+            self._compact_costs = np.array(costs, dtype=np.int64)
+        return self._compact_costs
+
+    def positions(self, keys: _Ints) -> _Ints:
+        """The turns (positions in :attr:`turns`) of the index's ``keys``."""
+        if self._starts is None:
+            self._starts = np.fromiter(self.keys, dtype=np.int64, count=len(self.keys))
+        return np.searchsorted(self._starts, keys)
+
+
+def _counted(unit: Unit) -> int:
+    return unit.cost
 
 
 def _cut_turns(layout: Layout, cut: tuple[range, ...]) -> list[list[Unit]]:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from session_migrator._fit import Layout
 from session_migrator._messages import Message
-from session_migrator._recall import recall_turns
 from session_migrator._result import CompressionResult, broken_note
 from session_migrator._summarizers import Summary
 from session_migrator._tokens import REPLY_PRIMING, TokenCounter
@@ -85,6 +84,9 @@ def again(
     recalled, recalled_at = held.recalled, held.recalled_at
     recalled_cost = held.recalled_cost
     if engine.recall and (query != held.query or recalled_cost > room):
+        # imported here: recall brings numpy in, which a fit without it does not need
+        from session_migrator._recall import recall_turns
+
         recalled, recalled_at, recalled_cost = recall_turns(
             messages,
             layout,

@@ -1,0 +1,141 @@
+"""The relevance ranking behind ``recall``: the kept index (numpy postings in segments) against a
+fresh ranking, and both against SQLite FTS5's own bm25 as an independent oracle."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from unittest.mock import patch
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from session_migrator import _recall
+from session_migrator._recall import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
+
+WORDS = "alpha beta gamma locker lockers code coding port ported server invoice flight".split()
+RARE = "zeta theta kappa sigma omega".split()
+
+
+def _doc(rng: random.Random, size: int) -> str:
+    return " ".join(rng.choices(WORDS + RARE[: rng.randint(0, len(RARE))], k=size))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32 - 1))
+def test_the_kept_index_over_many_segments_and_dropped_documents_ranks_as_a_fresh_one(
+    seed: int,
+) -> None:
+    rng = random.Random(seed)
+    docs = {5 * i: _doc(rng, rng.choice((1, 3, 12, 40, 300))) for i in range(60)}
+    keys = sorted(docs)
+    # tiny batches and merge limits: many segments, merged as they come, and rebuilds
+    with (
+        patch.object(_recall, "_BATCH_CHARS", rng.choice((1, 200, 2000))),
+        patch.object(_recall, "_BIG", rng.choice((8, 500, 1 << 16))),
+    ):
+        index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
+        held: set[int] = set()
+        for _ in range(10):
+            roll = rng.random()
+            if roll < 0.3:  # a few documents dropped (some come back later)
+                held -= set(rng.sample(sorted(held), k=min(len(held), rng.randint(1, 4))))
+            elif roll < 0.4:  # most dropped: the index is made again
+                held = set(rng.sample(sorted(held), k=len(held) // 4))
+            held |= set(rng.sample(keys, k=rng.randint(1, 8)))
+            current = sorted(held)
+            index.sync({k: k for k in current})
+            assert index.keys() == current
+            for query in (
+                " ".join(rng.choices(WORDS + RARE, k=3)),
+                " ".join(rng.sample(WORDS + RARE, k=MAX_QUERY_TERMS + 1)),
+            ):
+                fresh = rank_by_relevance([docs[k] for k in current], query)
+                assert index.rank(query) == [(current[i], score) for i, score in fresh]
+        index.close()
+
+
+def test_long_documents_are_measured_exactly_and_a_shorter_one_ranks_first() -> None:
+    # lengths past one and two bytes of FTS5's size varint (128 and 16,384 tokens)
+    filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed eiusmod"
+    docs = [
+        "marigold " + " ".join([filler] * 20),
+        "marigold " + " ".join([filler] * 2000),
+        "marigold quartz",
+        " ".join([filler] * 3),
+    ]
+    fresh = rank_by_relevance(docs, "marigold")
+    assert [k for k, _ in fresh] == [2, 0, 1]  # same count, shorter document first
+    index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
+    index.sync({k: k for k in range(len(docs))})
+    assert index.rank("marigold") == fresh
+    index.close()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_scores_are_fts5_bm25(seed: int) -> None:
+    """For questions of plain words (one token each), FTS5's bm25 over the same documents
+    gives the same scores: the same idf, saturation and length normalisation.
+    """
+    rng = random.Random(seed)
+    docs = [_doc(rng, rng.randint(1, 60)) for _ in range(80)]
+    query = " ".join(rng.sample(WORDS + RARE, k=6))
+    ours = dict(rank_by_relevance(docs, query))
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE VIRTUAL TABLE d USING fts5(body, tokenize='porter unicode61')")
+    con.executemany("INSERT INTO d(rowid, body) VALUES (?, ?)", enumerate(docs, 1))
+    # the question's stems, in the order this project searches them (the index's order)
+    stems = sorted({s for word in query.split() for s in _stems(con, word)})
+    match = " OR ".join(f'"{s}"' for s in stems)
+    theirs = dict(con.execute("SELECT rowid - 1, -bm25(d) FROM d WHERE d MATCH ?", (match,)))
+    con.close()
+    assert ours.keys() == theirs.keys()
+    for k, score in ours.items():
+        assert score == pytest.approx(theirs[k], rel=1e-12)
+
+
+def _stems(con: sqlite3.Connection, word: str) -> list[str]:
+    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS w USING fts5(b, tokenize='porter unicode61')")
+    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS wv USING fts5vocab(w, 'row')")
+    con.execute("DELETE FROM w")
+    con.execute("INSERT INTO w(b) VALUES (?)", (word,))
+    return [t for (t,) in con.execute("SELECT term FROM wv")]
+
+
+def test_a_question_is_searched_by_its_stems_without_stop_words() -> None:
+    docs = [
+        "the and of what is",  # stop words only
+        "a foo walked in",
+        "bar none",
+        "she runs quickly",
+        "x marks the spot",  # one-character tokens are not searched
+    ]
+    found = {k for k, _ in rank_by_relevance(docs, "What is the running foo_bar x?")}
+    # 'foo_bar' is two tokens (foo, bar), 'running' and 'runs' share a stem
+    assert found == {1, 2, 3}
+    assert rank_by_relevance(docs, "the and of") == []
+    assert rank_by_relevance(docs, "") == []
+    assert rank_by_relevance([], "foo") == []
+
+
+def test_a_long_question_is_searched_by_its_rarest_stems() -> None:
+    common = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho"
+    docs = [common] * 20 + ["alpha sigma", "tau upsilon"]
+    question = common + " sigma tau"  # 18 stems: the two rarest are in
+    found = [k for k, _ in rank_by_relevance(docs, question)]
+    # alpha (in 21 of 22 documents) is the commonest: left out; sigma and tau tie, the later first
+    assert found[:2] == [21, 20]
+    index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
+    index.sync({k: k for k in range(len(docs))})
+    assert index.rank(question) == rank_by_relevance(docs, question)
+    index.close()
+
+
+def test_importing_the_core_does_not_import_numpy() -> None:
+    """numpy is recall's alone: the CLI and a fit that does not recall start without it."""
+    import subprocess
+    import sys
+
+    code = "import sys, session_migrator; assert 'numpy' not in sys.modules, 'numpy imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
