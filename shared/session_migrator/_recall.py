@@ -14,6 +14,7 @@ a cut part that grows costs its own stems and postings, not a pass over the cut 
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sqlite3
@@ -76,7 +77,10 @@ class _Tokenizer:
     """
 
     def __init__(self) -> None:
-        self.con = sqlite3.connect(":memory:", check_same_thread=False)
+        # transactions are explicit (one per text or batch); once a batch is deleted, its pages
+        # are given back
+        self.con = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self.con.execute("PRAGMA auto_vacuum = FULL")
         self.con.execute(
             f"CREATE VIRTUAL TABLE scratch USING fts5(body, content='', tokenize='{_TOKENIZER}')"
         )
@@ -87,11 +91,13 @@ class _Tokenizer:
 
     def _distinct(self, text: str) -> list[str]:
         """The distinct stems of ``text``, in the index's (binary) order."""
-        self.con.execute("INSERT INTO scratch(rowid, body) VALUES (1, ?)", (text,))
+        con = self.con
+        con.execute("BEGIN")
         try:
-            return [term for (term,) in self.con.execute("SELECT term FROM scratch_terms")]
+            con.execute("INSERT INTO scratch(rowid, body) VALUES (1, ?)", (text,))
+            return [term for (term,) in con.execute("SELECT term FROM scratch_terms")]
         finally:
-            self.con.execute("INSERT INTO scratch(scratch) VALUES ('delete-all')")
+            con.execute("ROLLBACK")
 
     def stems(self, query: str) -> list[str]:
         """The stems ``query`` is searched by: distinct, in the index's order, without stop
@@ -108,11 +114,12 @@ class _Tokenizer:
         many times, and each document's length in tokens.
         """
         con = self.con
-        con.executemany(
-            "INSERT INTO scratch(rowid, body) VALUES (?, ?)",
-            ((k + 1, text) for k, text in enumerate(texts)),
-        )
+        con.execute("BEGIN")
         try:
+            con.executemany(
+                "INSERT INTO scratch(rowid, body) VALUES (?, ?)",
+                ((k + 1, text) for k, text in enumerate(texts)),
+            )
             # one row per stem (the vocabulary is read in stem order, no sort): the documents of
             # each of its occurrences, in document order
             return _Postings.of(
@@ -124,6 +131,7 @@ class _Tokenizer:
             )
         finally:
             con.execute("INSERT INTO scratch(scratch) VALUES ('delete-all')")
+            con.execute("COMMIT")
 
     def close(self) -> None:
         self.con.close()
@@ -229,10 +237,16 @@ def _scores(doc: _Small, tf: _Small, idf: _Floats, lengths: _Floats, average: fl
     return np.bincount(doc, weights=weights, minlength=len(lengths)).astype(np.float64, copy=False)
 
 
-def _best_first(scores: _Floats, keys: _Ints) -> tuple[_Ints, _Floats]:
-    """The scored documents' keys and scores, highest first (ties: the later key first)."""
+def _best_first(scores: _Floats, keys: _Ints, increasing: bool) -> tuple[_Ints, _Floats]:
+    """The scored documents' keys and scores, highest first (ties: the later key first);
+    ``increasing``: the keys increase with the documents' positions.
+    """
     hit = np.flatnonzero(scores)
-    at = hit[np.lexsort((-keys[hit], -scores[hit]))]
+    if increasing:  # the later key first, then a stable sort by score
+        hit = hit[::-1]
+        at = hit[np.argsort(-scores[hit], kind="stable")]
+    else:
+        at = hit[np.lexsort((-keys[hit], -scores[hit]))]
     return keys[at], scores[at]
 
 
@@ -288,7 +302,7 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
     runs = np.bincount(postings.term, minlength=len(picked))
     idf = np.repeat(_idfs(n, counts[chosen]), runs)
     scores = _scores(postings.doc, postings.tf, idf, lengths, int(lengths.sum()) / n)
-    keys, values = _best_first(scores, np.arange(n, dtype=np.int64))
+    keys, values = _best_first(scores, np.arange(n, dtype=np.int64), True)
     return list(zip(keys.tolist(), values.tolist(), strict=True))
 
 
@@ -376,6 +390,9 @@ class RelevanceIndex(Generic[_Doc]):
     def __init__(self, text: Callable[[_Doc], str]) -> None:
         self._text = text
         self._tokenizer = _Tokenizer()
+        # questions have a tokenizer of their own: after a large batch of documents, FTS5's
+        # table of pending tokens stays large, and reading one question's stems walks it
+        self._questions = _Tokenizer()
         self._docs: dict[int, _Doc] = {}
         self._reset()
         # the last ranking: its question, keys and scores
@@ -391,6 +408,7 @@ class RelevanceIndex(Generic[_Doc]):
         self._df: _Ints = np.zeros(0, dtype=np.int64)  # id -> documents held holding it
         self._segments: list[_Segment] = []
         self._tokens = 0  # in the documents held
+        self._increasing = True  # keys increase with slots
 
     def keys(self) -> list[int]:
         """The keys of the documents held, in increasing order."""
@@ -439,6 +457,11 @@ class RelevanceIndex(Generic[_Doc]):
         self._keys = _grown(self._keys, self._slots)
         self._lengths = _grown(self._lengths, self._slots)
         self._alive = _grown(self._alive, self._slots)
+        if self._increasing and (
+            (first and keys[0] <= self._keys[first - 1])
+            or any(b <= a for a, b in itertools.pairwise(keys))
+        ):
+            self._increasing = False
         self._keys[first : first + count] = keys
         self._lengths[first : first + count] = postings.lengths
         self._alive[first : first + count] = True
@@ -493,12 +516,11 @@ class RelevanceIndex(Generic[_Doc]):
             return self._ranked[1], self._ranked[2]
         none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
         held = len(self._docs)
-        stems = self._tokenizer.stems(query) if held else []
-        vocab = self._vocab
-        ids = np.fromiter((vocab.get(s, -1) for s in stems), dtype=np.int64, count=len(stems))
-        counts = np.zeros(len(stems), dtype=np.int64)
-        known = ids >= 0
-        counts[known] = self._df[ids[known]]
+        stems = self._questions.stems(query) if held else []
+        get = self._vocab.get
+        ids = np.array([get(s, -1) for s in stems], dtype=np.int64)
+        counts = self._df.take(ids, mode="clip") if len(self._df) else np.zeros_like(ids)
+        counts[ids < 0] = 0
         chosen = _rarest(counts)
         if not len(chosen):
             self._ranked = (query, *none)
@@ -528,13 +550,15 @@ class RelevanceIndex(Generic[_Doc]):
             self._lengths[:size],
             self._tokens / held,
         )
-        scores[~self._alive[:size]] = 0.0
-        keys, values = _best_first(scores, self._keys[:size])
+        if size > held:  # some documents were dropped: their postings are still there
+            scores[~self._alive[:size]] = 0.0
+        keys, values = _best_first(scores, self._keys[:size], self._increasing)
         self._ranked = (query, keys, values)
         return keys, values
 
     def close(self) -> None:
         self._tokenizer.close()
+        self._questions.close()
 
 
 # -- choosing the cut turns to bring back ---------------------------------------------------
@@ -589,48 +613,58 @@ def recall_turns(
     # (turn, its messages' positions) of the turns taken, whole or compact, in rank order
     chosen: list[tuple[int, list[int]]] = []
     used = 0
-    firsts, wholes = held.firsts, held.wholes
-    candidates: list[int]
-    if held.counted:
-        # every cost is known: the best turns whose whole costs add up to at most the room are
-        # all taken whole; of the others, only those whose question fits what is left can be
-        costs = held.whole_costs()[order]
-        start = int(np.searchsorted(np.cumsum(costs), room, side="right"))
-        used = int(costs[:start].sum())
-        chosen = [(k, held.whole(k)) for k in order[:start].tolist()]
-        rest = order[start:]
-        # a turn that does not fit whole may fit in its compact form (never larger)
-        candidates = rest[held.compact_costs(messages)[rest] <= room - used].tolist()
-    else:
-        candidates = order.tolist()
 
     def cost_of(unit: Unit) -> int:
         return layout.unit_cost(unit, messages, counter)
 
-    for index_ in candidates:
-        left = room - used
-        if left < 1:
-            break
-        first = firsts[index_]
-        if first > left:
-            continue  # neither the turn nor its compact form (which starts with it) fits
-        turn = turns[index_]
-        if first < 0:
-            first = firsts[index_] = cost_of(turn[0])
+    if held.counted:
+        # every cost is known: the best turns whose whole costs add up to at most the room are
+        # all taken whole; after them, the next turn that fits at least in its compact form
+        # (never larger) is taken, whole if it fits, and so on
+        costs = held.whole_costs()[order]
+        start = int(np.searchsorted(np.cumsum(costs), room, side="right"))
+        used = int(costs[:start].sum())
+        chosen = [(k, held.whole(k)) for k in order[:start].tolist()]
+        rest, costs = order[start:], costs[start:]
+        least = held.compact_costs(messages)[rest]
+        j = 0
+        while j < len(rest):
+            fits = np.flatnonzero(least[j:] <= room - used)
+            if not len(fits):
+                break
+            j += int(fits[0])
+            k = int(rest[j])
+            if costs[j] <= room - used:
+                chosen.append((k, held.whole(k)))
+                used += int(costs[j])
+            else:
+                cost, positions = held.compact(k, messages, cost_of)
+                chosen.append((k, positions))
+                used += cost
+            j += 1
+    else:
+        # the cut turns were not counted: each is counted when its rank comes
+        firsts, wholes = held.firsts, held.wholes
+        for k in order.tolist():
+            left = room - used
+            if left < 1:
+                break
+            first = firsts[k]
+            if first < 0:
+                first = firsts[k] = cost_of(held.turns[k][0])
             if first > left:
-                continue
-        cost = wholes[index_]
-        if cost < 0:
-            cost = wholes[index_] = first + sum(cost_of(u) for u in turn[1:])
-        if cost <= left:
-            chosen.append((index_, held.whole(index_)))
-        else:
-            # compact form: the question and the last plain answer of that turn
-            cost, at = held.compact(index_, messages, cost_of)
-            if cost > left:
-                continue
-            chosen.append((index_, at))
-        used += cost
+                continue  # neither the turn nor its compact form (which starts with it) fits
+            cost = wholes[k]
+            if cost < 0:
+                cost = wholes[k] = first + sum(cost_of(u) for u in held.turns[k][1:])
+            if cost <= left:
+                chosen.append((k, held.whole(k)))
+            else:
+                cost, positions = held.compact(k, messages, cost_of)
+                if cost > left:
+                    continue
+                chosen.append((k, positions))
+            used += cost
     chosen.sort()
     at = [i for _, positions in chosen for i in positions]
     return [messages[i] for i in at], at, used
@@ -659,11 +693,13 @@ class _CutTurns:
         self._compacts: dict[int, tuple[int, list[int]]] = {}
 
     def whole_costs(self) -> _Ints:
-        """Each turn's cost (its messages counted)."""
+        """Each turn's cost (its messages counted); each turn's positions are listed too."""
         if self._whole_costs is None:
             costs = [sum(u.cost for u in turn) for turn in self.turns]
             self.wholes[:] = costs
             self._whole_costs = np.array(costs, dtype=np.int64)
+            for k in range(len(self.turns)):
+                self.whole(k)
         return self._whole_costs
 
     def whole(self, k: int) -> list[int]:
