@@ -270,10 +270,12 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
         )
         con.execute("CREATE VIRTUAL TABLE docs_terms USING fts5vocab(docs, 'row')")
         con.execute("CREATE VIRTUAL TABLE docs_instances USING fts5vocab(docs, 'instance')")
+        con.execute("BEGIN")  # one transaction: FTS5 writes its index once
         con.executemany(
             "INSERT INTO docs(rowid, body) VALUES (?, ?)",
             ((k + 1, text) for k, text in enumerate(documents)),
         )
+        con.execute("COMMIT")
         marks = ", ".join("?" * len(stems))
         holding = dict(
             con.execute(f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})", stems)
