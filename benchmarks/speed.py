@@ -410,7 +410,7 @@ def markdown(result: dict[str, Any]) -> str:
         "a quarter of the session), whether the result is over the budget or breaks a chat rule "
         "(an orphan tool result, a call without its result, not starting with a user message), "
         "and the peak memory: the Python heap's (`tracemalloc`) plus SQLite's own heap's "
-        "(`sqlite3_memory_highwater`, which holds the recall index; in brackets where there is "
+        "(`sqlite3_memory_highwater`, where FTS5 tokenizes for recall; in brackets where there is "
         "any), for this project's adapters over the store, the history and the three reads.",
         "",
         "| method | strategy | "
