@@ -94,7 +94,7 @@ class _Tokenizer:
         con = self.con
         con.execute("BEGIN")
         try:
-            con.execute("INSERT INTO scratch(rowid, body) VALUES (1, ?)", (text,))
+            _insert(con, "scratch", [text])
             return [term for (term,) in con.execute("SELECT term FROM scratch_terms")]
         finally:
             con.execute("ROLLBACK")
@@ -116,10 +116,7 @@ class _Tokenizer:
         con = self.con
         con.execute("BEGIN")
         try:
-            con.executemany(
-                "INSERT INTO scratch(rowid, body) VALUES (?, ?)",
-                ((k + 1, text) for k, text in enumerate(texts)),
-            )
+            _insert(con, "scratch", texts)
             # one row per stem (the vocabulary is read in stem order, no sort): the documents of
             # each of its occurrences, in document order
             return _Postings.of(
@@ -138,6 +135,20 @@ class _Tokenizer:
 
 
 _stop_stems: frozenset[str] | None = None
+
+
+def _insert(con: sqlite3.Connection, table: str, texts: Sequence[str]) -> None:
+    """Insert ``texts`` as rows 1, 2, ... of ``table`` (inside the caller's transaction). A
+    lone surrogate (which UTF-8 cannot encode) is tokenized as a separator.
+    """
+    sql = f"INSERT INTO {table}(rowid, body) VALUES (?, ?)"
+    try:
+        con.executemany(sql, enumerate(texts, 1))
+    except UnicodeEncodeError:
+        con.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+        con.executemany(
+            sql, ((k, t.encode("utf-8", "replace").decode("utf-8")) for k, t in enumerate(texts, 1))
+        )
 
 
 @dataclass
@@ -271,10 +282,7 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
         con.execute("CREATE VIRTUAL TABLE docs_terms USING fts5vocab(docs, 'row')")
         con.execute("CREATE VIRTUAL TABLE docs_instances USING fts5vocab(docs, 'instance')")
         con.execute("BEGIN")  # one transaction: FTS5 writes its index once
-        con.executemany(
-            "INSERT INTO docs(rowid, body) VALUES (?, ?)",
-            ((k + 1, text) for k, text in enumerate(documents)),
-        )
+        _insert(con, "docs", documents)
         con.execute("COMMIT")
         marks = ", ".join("?" * len(stems))
         holding = dict(

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from session_migrator import _recall
+from session_migrator import Message, ModelWindow, _recall, migrate
 from session_migrator._recall import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
 
 WORDS = "alpha beta gamma locker lockers code coding port ported server invoice flight".split()
@@ -139,3 +139,30 @@ def test_importing_the_core_does_not_import_numpy() -> None:
 
     code = "import sys, session_migrator; assert 'numpy' not in sys.modules, 'numpy imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_lone_surrogates_are_searched_around_not_refused() -> None:
+    """UTF-8 cannot encode a lone surrogate (JSON can carry one): recall tokenizes it as a
+    separator, and the recalled message is the original one.
+    """
+    docs = ["lockers \ud800 in the hall", "plain text", "more \udfff lockers here lockers"]
+    fresh = rank_by_relevance(docs, "where are the lockers \udc80?")
+    assert [k for k, _ in fresh] == [2, 0]
+    index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
+    index.sync({k: k for k in range(len(docs))})
+    assert index.rank("where are the lockers \udc80?") == fresh
+    index.sync({0: 0, 1: 1})  # dropping a document with a surrogate
+    assert [k for k, _ in index.rank("lockers")] == [0]
+    index.close()
+
+    messages = [Message("system", "You are terse.", id="s")]
+    for i in range(30):
+        topic = "the lockers code is 4412 \ud800" if i == 3 else f"filler topic {i}"
+        messages.append(Message("user", f"{topic} " + "word " * 40, id=f"u{i}"))
+        messages.append(Message("assistant", "noted " * 40, id=f"a{i}"))
+    messages.append(Message("user", "What is the lockers code?", id="q"))
+    window = ModelWindow("w", "p", 1500, 1500, 0, "o200k_base", "explicit")
+    result = migrate(messages, window, strategy="auto", reserve_output=0)
+    assert "u3" in result.report.recalled_ids
+    recalled = next(m for m in result.messages if m.id == "u3")
+    assert recalled is messages[7]  # the original, surrogate and all
