@@ -36,6 +36,8 @@ _VOCABULARY = (
     "sound no most people my over know water than call first who may down side been now find "
     "Paris Alice Bob 2024-05-01 $4,200 config.yaml src/app.py deadline decided prefer never "
     "TODO ERR-42 penguin glacier invoice naïve café 数据 模型 東京 🙂 👍 ß Ω "
+    # lone surrogates (JSON can carry them; UTF-8 cannot encode them)
+    "\ud83d \udcff "
 )
 _WORDS = tuple(_VOCABULARY.split())
 
