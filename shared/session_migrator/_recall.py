@@ -58,13 +58,13 @@ _TOKENIZER = "porter unicode61"
 _K1 = 1.2
 _B = 0.75
 #: The kept index tokenizes new documents this many characters at a time (bounding the memory
-#: the tokenizer's scratch index and its output take), each batch one segment of postings ...
+#: the tokenizer's scratch index and its output take), each batch one segment of postings; a
+#: full batch's segment is final (merging it would take as much memory again) ...
 _BATCH_CHARS = 2_000_000
-#: ... and merges a segment into the one before while that one has at most this many times its
-#: postings, below :data:`_BIG` postings (so that a cut part growing a turn at a time keeps few
-#: small segments, and the large ones made at once are not sorted again).
+#: ... and the others are merged into the one before while that one has at most this many
+#: times their postings, so that a cut part growing a turn at a time keeps a few segments (about
+#: the logarithm of their number), each posting sorted again a logarithmic number of times.
 _MERGE_RATIO = 2
-_BIG = 1 << 16
 
 _Floats = npt.NDArray[np.float64]
 _Ints = npt.NDArray[np.int64]
@@ -336,6 +336,7 @@ class _Segment:
     starts: _Ints
     slots: _Small
     tfs: _Small
+    final: bool = False
 
     @classmethod
     def of(cls, term: _Small, slot: _Small, tf: _Small) -> _Segment:
@@ -454,12 +455,12 @@ class RelevanceIndex(Generic[_Doc]):
             texts.append(self._text(held[k]))
             chars += len(texts[-1])
             if chars >= _BATCH_CHARS:
-                self._add(keys, texts)
+                self._add(keys, texts, final=True)
                 keys, texts, chars = [], [], 0
         if keys:
-            self._add(keys, texts)
+            self._add(keys, texts, final=False)
 
-    def _add(self, keys: list[int], texts: list[str]) -> None:
+    def _add(self, keys: list[int], texts: list[str], final: bool) -> None:
         postings = self._tokenizer.postings(texts)
         first = self._slots
         count = len(keys)
@@ -488,11 +489,13 @@ class RelevanceIndex(Generic[_Doc]):
         self._df = _grown(self._df, len(vocab))
         term = ids[postings.term]
         np.add.at(self._df, term, 1)
-        self._segments.append(_Segment.of(term, postings.doc + first, postings.tf))
+        segment = _Segment.of(term, postings.doc + first, postings.tf)
+        segment.final = final
         segments = self._segments
+        segments.append(segment)
         while (
             len(segments) > 1
-            and segments[-2].size < _BIG
+            and not segments[-2].final
             and segments[-2].size <= _MERGE_RATIO * segments[-1].size
         ):
             later = segments.pop()

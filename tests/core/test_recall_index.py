@@ -33,7 +33,7 @@ def test_the_kept_index_over_many_segments_and_dropped_documents_ranks_as_a_fres
     # tiny batches and merge limits: many segments, merged as they come, and rebuilds
     with (
         patch.object(_recall, "_BATCH_CHARS", rng.choice((1, 200, 2000))),
-        patch.object(_recall, "_BIG", rng.choice((8, 500, 1 << 16))),
+        patch.object(_recall, "_MERGE_RATIO", rng.choice((1, 2, 4))),
     ):
         index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
         held: set[int] = set()
@@ -166,3 +166,16 @@ def test_lone_surrogates_are_searched_around_not_refused() -> None:
     assert "u3" in result.report.recalled_ids
     recalled = next(m for m in result.messages if m.id == "u3")
     assert recalled is messages[7]  # the original, surrogate and all
+
+
+def test_a_cut_part_growing_a_turn_at_a_time_keeps_few_segments() -> None:
+    rng = random.Random(7)
+    docs = {k: _doc(rng, rng.randint(5, 80)) for k in range(1000)}
+    index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
+    for n in range(1, len(docs) + 1):  # one more turn cut at each fit
+        index.sync({k: k for k in range(n)})
+    # merged as they come: about the logarithm of their number, not one per turn
+    assert len(index._segments) <= 12
+    query = "zeta kappa locker"
+    assert index.rank(query) == rank_by_relevance([docs[k] for k in range(len(docs))], query)
+    index.close()
