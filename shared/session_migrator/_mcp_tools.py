@@ -9,6 +9,7 @@ caller (they become tool errors).
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -268,4 +269,26 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
+    return value
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def wire_safe(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (JSON text can carry one, UTF-8 cannot:
+    the protocol's encoder refuses it) replaced by U+FFFD; the store keeps the originals.
+    """
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _LONE_SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        return {wire_safe(k): wire_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [wire_safe(v) for v in value]
     return value

@@ -37,6 +37,7 @@ from session_migrator._mcp_tools import (
     SessionTools,
     Strategy,
     parse_messages,
+    wire_safe,
 )
 from session_migrator._version import __version__
 
@@ -86,7 +87,7 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
 
     def call(fn: Callable[..., _T], *args: Any) -> _T:
         try:
-            return fn(*args)
+            return wire_safe(fn(*args))  # type: ignore[no-any-return]
         except (SessionMigratorError, ValueError, LookupError) as exc:
             raise ToolError(str(exc)) from exc
 

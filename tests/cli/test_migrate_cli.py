@@ -127,3 +127,37 @@ def test_demo_runs_as_a_user_runs_it(tmp_path: Path) -> None:
     assert "Facts kept:" in out
     assert "Migration log in the store" in out
     assert (tmp_path / "home" / "sessions.db").is_file()  # stored in the embedded default
+
+
+def test_lone_surrogates_are_written_and_shown_not_refused(tmp_path: Path) -> None:
+    """JSON can carry a lone surrogate and UTF-8 cannot: the written file keeps it as a JSON
+    escape (read back exactly), ``--json`` prints it so, and a table shows its escape.
+    """
+    messages: list[dict[str, str]] = [{"role": "system", "content": "You are terse."}]
+    for i in range(40):
+        topic = "the lockers code is 4412 \ud800" if i == 3 else f"topic {i}"
+        messages.append({"role": "user", "content": f"{topic} " + "word " * 300})
+        messages.append({"role": "assistant", "content": "noted " * 300})
+    messages.append({"role": "user", "content": "What is the lockers code? \udfff"})
+    source, out, store = tmp_path / "in.json", tmp_path / "out.json", tmp_path / "s.db"
+    source.write_text(json.dumps(messages), encoding="utf-8")
+    env = {**os.environ, "SESSION_MIGRATOR_HOME": str(tmp_path / "home"),
+           "PYTHONIOENCODING": "utf-8"}  # fmt: skip
+
+    def cli(*argv: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "session_migrator", *argv],
+            env=env, capture_output=True, text=True, encoding="utf-8", errors="surrogateescape",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    cli("migrate", str(source), "--to", "gpt-3.5-turbo", "-o", str(out))
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written[-1]["content"] == "What is the lockers code? \udfff"
+    assert any(m["content"].startswith("the lockers code is 4412 \ud800") for m in written)
+    printed = json.loads(cli("migrate", str(source), "--to", "gpt-3.5-turbo", "--json"))
+    assert printed["messages"][-1]["content"] == "What is the lockers code? \udfff"
+    cli("sessions", "import", str(source), "--store", f"sqlite:///{store}", "--session-id", "s")
+    shown = cli("sessions", "show", "s", "--store", f"sqlite:///{store}")
+    assert "What is the lockers code? \\udfff" in shown

@@ -260,3 +260,39 @@ async def test_imported_session_is_served(connect: Connect, tmp_path: Path) -> N
         )
     assert listed["sessions"][0]["metadata"]["source_format"] == "claude-code"
     assert [m["content"] for m in context["messages"]] == ["hi", "Hello! How can I help?"]
+
+
+async def test_lone_surrogates_are_served_as_replacement_characters(
+    connect: Connect, tmp_path: Path
+) -> None:
+    """JSON text can carry a lone surrogate, UTF-8 (and so the protocol's encoder) cannot: the
+    tools answer with U+FFFD in its place, and the store keeps the original.
+    """
+    big = _conversation(40, size=400)
+    big[5]["content"] = "the lockers code is 4412 \ud800 " + big[5]["content"]
+    big.append({"role": "user", "content": "What is the lockers code? \udfff"})
+    store = f"sqlite:///{tmp_path / 'mcp.db'}"
+    async with connect("--store", store) as session:
+        fitted = _ok(
+            await session.call_tool(
+                "migrate_session", {"messages_json": json.dumps(big), "target_model": "gpt-4"}
+            )
+        )
+        _ok(
+            await session.call_tool(
+                "session_append", {"session_id": "s", "messages_json": json.dumps(big)}
+            )
+        )
+        context = _ok(
+            await session.call_tool("session_context", {"session_id": "s", "model": "gpt-4"})
+        )
+    for data in (fitted, context):
+        assert data["decision"] == "compressed"
+        texts = [m.get("content") or "" for m in data["messages"]]
+        assert texts[-1] == "What is the lockers code? \ufffd"
+        assert any(t.startswith("the lockers code is 4412 \ufffd") for t in texts)  # recalled
+    from session_migrator.store import open_store
+
+    with open_store(store) as opened:
+        stored = opened.load("s")
+    assert stored[-1].text == "What is the lockers code? \udfff"

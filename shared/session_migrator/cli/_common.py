@@ -16,9 +16,21 @@ class CliError(Exception):
     """A user mistake on the command line; printed as one line, exit code 2."""
 
 
+def json_text(value: Any) -> str:
+    """``value`` as indented JSON text and a newline: readable (non-ASCII as is), except where
+    a lone surrogate (which UTF-8 cannot encode; JSON can carry it) makes the whole text keep
+    non-ASCII characters as escapes, so that it is written and read back exactly.
+    """
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, indent=2, ensure_ascii=True, default=str) + "\n"
+    return text
+
+
 def print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_text(value))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -52,7 +64,12 @@ def _fmt(value: Any) -> str:
         return f"{value:,}"
     if isinstance(value, float):
         return f"{value:.2f}"
-    return str(value)
+    text = str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: shown as its escape (the store keeps it)
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def read_messages_file(path: str) -> list[Message]:

@@ -13,7 +13,6 @@ imported); 2 a user mistake (one unreadable file, a bad option).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import messages_to_openai
-from session_migrator.cli._common import CliError, print_json, table
+from session_migrator.cli._common import CliError, json_text, print_json, table
 from session_migrator.importers import FORMATS, ImportResult, find_session_files, import_file
 
 if TYPE_CHECKING:
@@ -200,7 +199,7 @@ def _log(store: BaseSessionStore, result: ImportResult, migration: MigrationResu
 
 
 def _write_json(output: str, data: Any) -> None:
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    text = json_text(data)
     if output == "-":
         sys.stdout.write(text)
         return
@@ -242,8 +241,7 @@ def _report(
         if out is sys.stdout:
             print_json(data)
         else:
-            json.dump(data, out, indent=2, ensure_ascii=False, default=str)
-            out.write("\n")
+            out.write(json_text(data))
         return
     if len(results) <= _TABLE_LIMIT:
         rows = [

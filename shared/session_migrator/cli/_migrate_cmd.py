@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from session_migrator._messages import messages_to_openai
 from session_migrator._strategies import STRATEGIES
-from session_migrator.cli._common import CliError, print_json, read_messages_file, table
+from session_migrator.cli._common import CliError, json_text, print_json, read_messages_file, table
 
 
 def register(sub: Any) -> None:
@@ -80,9 +79,7 @@ def run_migrate(args: argparse.Namespace) -> int:
     out_messages = messages_to_openai(result.messages)
     if args.output:
         try:
-            Path(args.output).write_text(
-                json.dumps(out_messages, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-            )
+            Path(args.output).write_text(json_text(out_messages), encoding="utf-8")
         except OSError as exc:
             raise CliError(f"{args.output}: {exc.strerror}") from None
     rep = result.report

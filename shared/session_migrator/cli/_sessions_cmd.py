@@ -21,7 +21,7 @@ from typing import Any
 from session_migrator._errors import InvalidMessageError, SessionNotFoundError
 from session_migrator._messages import Message, messages_from_openai
 from session_migrator._strategies import STRATEGIES
-from session_migrator.cli._common import CliError, print_json, table
+from session_migrator.cli._common import CliError, json_text, print_json, table
 from session_migrator.store import BaseSessionStore, SessionInfo, _codec, open_store
 
 NATIVE_KEY = "session_migrator_export"
@@ -292,11 +292,7 @@ def run_export(args: argparse.Namespace) -> int:
                 "exactly; use --format native for an exact copy",
                 file=sys.stderr,
             )
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: keep it as a JSON escape
-        text = json.dumps(data, indent=2, ensure_ascii=True) + "\n"
+    text = json_text(data)
     if args.output == "-":
         sys.stdout.write(text)
         return 0
