@@ -187,7 +187,7 @@ class SessionTools:
         return {
             "workspace": workspace,
             "count": len(infos),
-            "sessions": [_jsonable(asdict(info)) for info in infos],
+            "sessions": [jsonable(asdict(info)) for info in infos],
         }
 
     def _require(self, session_id: str) -> None:
@@ -251,7 +251,7 @@ def _window_dict(window: ModelWindow) -> dict[str, Any]:
 
 
 def _result_dict(result: MigrationResult) -> dict[str, Any]:
-    report = _jsonable(result.report.to_dict())
+    report = jsonable(result.report.to_dict())
     return {
         "decision": report["decision"],
         "tokens_before": report["tokens_before"],
@@ -262,22 +262,11 @@ def _result_dict(result: MigrationResult) -> dict[str, Any]:
     }
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def wire_safe(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (JSON text can carry one, UTF-8 cannot:
-    the protocol's encoder refuses it) replaced by U+FFFD; the store keeps the originals.
+def jsonable(value: Any) -> Any:
+    """``value`` as what JSON text in UTF-8 can carry: datetimes as ISO strings, mappings as
+    dicts with string keys, tuples as lists, and every lone surrogate (JSON text can escape one,
+    UTF-8 cannot encode it: the protocol's encoder refuses it) as U+FFFD; the store keeps the
+    originals.
     """
     if isinstance(value, str):
         if value.isascii():
@@ -287,8 +276,13 @@ def wire_safe(value: Any) -> Any:
         except UnicodeEncodeError:
             return _LONE_SURROGATE.sub("\ufffd", value)
         return value
-    if isinstance(value, dict):
-        return {wire_safe(k): wire_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [wire_safe(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {jsonable(str(k)): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
     return value
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")

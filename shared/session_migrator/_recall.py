@@ -155,7 +155,8 @@ def _insert(con: sqlite3.Connection, table: str, texts: Sequence[str]) -> None:
 class _Postings:
     """Stems, and for each (stem, document) pair: the stem's position in ``terms``, the
     document, and how many times the stem occurs in it (pairs in stem order, then document
-    order); ``lengths``: each document's tokens.
+    order); ``lengths``: each document's tokens among those read (all of them when every stem
+    is read, as the kept index does).
     """
 
     terms: list[str]
@@ -693,33 +694,35 @@ class _CutTurns:
         self.turns = _cut_turns(layout, cut)
         self.keys = {t[0].indices[0]: k for k, t in enumerate(self.turns)}
         self.index: RelevanceIndex[list[Unit]] | None = None
-        # each turn's question's cost and its whole cost, once needed (-1: not yet); the cut
-        # turns of a cold migration were not counted: counting them all would cost what was
-        # spared (a turn is counted when its rank comes)
+        # each turn's question's cost and (not counted) its whole cost, once needed (-1: not
+        # yet); the cut turns of a cold migration were not counted: counting them all would
+        # cost what was spared (a turn is counted when its rank comes)
         self.counted = layout.counted_from == 0
         self.firsts = [t[0].cost for t in self.turns] if self.counted else [-1] * len(self.turns)
         self.wholes = [-1] * len(self.turns)
         self._starts: _Ints | None = None
-        self._wholes: dict[int, list[int]] = {}
+        self._positions: dict[int, list[int]] = {}
         self._whole_costs: _Ints | None = None
         self._compact_costs: _Ints | None = None
         self._compacts: dict[int, tuple[int, list[int]]] = {}
 
     def whole_costs(self) -> _Ints:
-        """Each turn's cost (its messages counted); each turn's positions are listed too."""
+        """Each turn's cost (the turns counted); each turn's positions are listed too, once per
+        cut rather than at each question.
+        """
         if self._whole_costs is None:
-            costs = [sum(u.cost for u in turn) for turn in self.turns]
-            self.wholes[:] = costs
-            self._whole_costs = np.array(costs, dtype=np.int64)
+            self._whole_costs = np.array(
+                [sum(u.cost for u in turn) for turn in self.turns], dtype=np.int64
+            )
             for k in range(len(self.turns)):
                 self.whole(k)
         return self._whole_costs
 
     def whole(self, k: int) -> list[int]:
         """The positions of turn ``k``'s messages."""
-        at = self._wholes.get(k)
+        at = self._positions.get(k)
         if at is None:
-            at = self._wholes[k] = [i for u in self.turns[k] for i in u.indices]
+            at = self._positions[k] = [i for u in self.turns[k] for i in u.indices]
         return at
 
     def compact(

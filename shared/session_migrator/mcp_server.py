@@ -36,8 +36,8 @@ from session_migrator._mcp_tools import (
     MessagesArg,
     SessionTools,
     Strategy,
+    jsonable,
     parse_messages,
-    wire_safe,
 )
 from session_migrator._version import __version__
 
@@ -87,7 +87,7 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
 
     def call(fn: Callable[..., _T], *args: Any) -> _T:
         try:
-            return wire_safe(fn(*args))  # type: ignore[no-any-return]
+            return jsonable(fn(*args))  # type: ignore[no-any-return]
         except (SessionMigratorError, ValueError, LookupError) as exc:
             raise ToolError(str(exc)) from exc
 
