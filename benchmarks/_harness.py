@@ -91,10 +91,11 @@ class Cell:
 
 
 def reset_counts() -> None:
-    """Drop the core's shared counters, remembered text counts and the extractive summary's
-    remembered sentence scores, so that nothing counted or scored is cached in the process.
+    """Drop the core's shared counters, remembered text counts, the extractive summary's
+    remembered sentence scores and recall's remembered word stems, so that nothing counted,
+    scored or stemmed is cached in the process.
     """
-    from session_migrator import _extractive, _tokens
+    from session_migrator import _extractive, _recall, _tokens
 
     with _tokens._registry_lock:
         _tokens._tiktoken_counters.clear()
@@ -102,6 +103,7 @@ def reset_counts() -> None:
         _tokens._heuristic.clear()
     _tokens._text_counts.clear()
     _extractive._memo.clear()
+    _recall._stem_memo.clear()
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -99,14 +100,53 @@ class _Tokenizer:
         finally:
             con.execute("ROLLBACK")
 
+    def _each(self, words: list[str]) -> list[str] | None:
+        """The stem of each of ``words`` (ASCII letters and digits, lower case: one token
+        each), or ``None`` if the tokenizer did not give one stem per word.
+        """
+        con = self.con
+        con.execute("BEGIN")
+        try:
+            _insert(con, "scratch", [" ".join(words)])
+            found = con.execute("SELECT term, offset FROM scratch_instances").fetchall()
+        finally:
+            con.execute("ROLLBACK")
+        out = [""] * len(words)
+        for term, offset in found:
+            if not 0 <= offset < len(out) or out[offset]:  # pragma: no cover - not seen
+                return None
+            out[offset] = term
+        return out if len(found) == len(words) else None
+
     def stems(self, query: str) -> list[str]:
         """The stems ``query`` is searched by: distinct, in the index's order, without stop
         words' stems and one-character stems.
+
+        An ASCII question is split into words here, each word's stem looked up in a memo
+        (FTS5 stems the words not in it, all at once): questions repeat their words, and
+        reading a question's stems from FTS5 costs more than its words' lookups.
         """
         global _stop_stems
         if _stop_stems is None:
             _stop_stems = frozenset(self._distinct(" ".join(sorted(_STOP))))
         stop = _stop_stems
+        if query.isascii():
+            memo = _stem_memo
+            words = set(_ASCII_WORD.findall(query.lower()))
+            found = {w: memo.get(w) for w in words}
+            unknown = [w for w, s in found.items() if s is None]
+            stems = self._each(unknown) if unknown else []
+            if stems is not None:
+                if len(memo) + len(unknown) > _STEM_MEMO_SIZE:
+                    memo.clear()
+                keep = len(unknown) <= _STEM_MEMO_SIZE
+                for word, stem in zip(unknown, stems, strict=True):
+                    searched = stem if len(stem) > 1 and stem not in stop else ""
+                    found[word] = searched
+                    if keep:
+                        memo[word] = searched
+                # (code point order: for ASCII, the index's byte order)
+                return sorted({s for s in found.values() if s})
         return [s for s in self._distinct(query) if len(s) > 1 and s not in stop]
 
     def postings(self, texts: Sequence[str]) -> _Postings:
@@ -135,6 +175,13 @@ class _Tokenizer:
 
 
 _stop_stems: frozenset[str] | None = None
+#: An ASCII text's words as ``porter unicode61`` splits it (after lower-casing): runs of ASCII
+#: letters and digits; every other ASCII character separates.
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+#: ASCII word -> its stem ("" when a question is not searched by it: a stop word's stem or a
+#: one-character stem); emptied when it would hold more than this many words.
+_stem_memo: dict[str, str] = {}
+_STEM_MEMO_SIZE = 1 << 14
 
 
 def _insert(con: sqlite3.Connection, table: str, texts: Sequence[str]) -> None:
@@ -528,7 +575,6 @@ class RelevanceIndex(Generic[_Doc]):
         """The same query on the same documents is answered from the last ranking."""
         if self._ranked is not None and self._ranked[0] == query:
             return self._ranked[1], self._ranked[2]
-        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
         held = len(self._docs)
         stems = self._questions.stems(query) if held else []
         get = self._vocab.get
@@ -537,6 +583,7 @@ class RelevanceIndex(Generic[_Doc]):
         counts[ids < 0] = 0
         chosen = _rarest(counts)
         if not len(chosen):
+            none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
             self._ranked = (query, *none)
             return none
         wanted = ids[chosen]
@@ -624,13 +671,7 @@ def recall_turns(
     else:
         ranked = rank_by_relevance([document(t) for t in turns], query)
         order = np.array([k for k, _ in ranked], dtype=np.int64)
-    # (turn, its messages' positions) of the turns taken, whole or compact, in rank order
-    chosen: list[tuple[int, list[int]]] = []
     used = 0
-
-    def cost_of(unit: Unit) -> int:
-        return layout.unit_cost(unit, messages, counter)
-
     if held.counted:
         # every cost is known: the best turns whose whole costs add up to at most the room are
         # all taken whole; after them, the next turn that fits at least in its compact form
@@ -638,50 +679,64 @@ def recall_turns(
         costs = held.whole_costs()[order]
         start = int(np.searchsorted(np.cumsum(costs), room, side="right"))
         used = int(costs[:start].sum())
-        chosen = [(k, held.whole(k)) for k in order[:start].tolist()]
         rest, costs = order[start:], costs[start:]
         least = held.compact_costs(messages)[rest]
+        whole: list[int] = []  # the turns taken whole after the first ``start``
+        compact: list[int] = []  # and those taken in their compact form
         j = 0
         while j < len(rest):
             fits = np.flatnonzero(least[j:] <= room - used)
             if not len(fits):
                 break
             j += int(fits[0])
-            k = int(rest[j])
             if costs[j] <= room - used:
-                chosen.append((k, held.whole(k)))
+                whole.append(int(rest[j]))
                 used += int(costs[j])
             else:
-                cost, positions = held.compact(k, messages, cost_of)
-                chosen.append((k, positions))
-                used += cost
+                compact.append(int(rest[j]))
+                used += int(least[j])
             j += 1
-    else:
-        # the cut turns were not counted: each is counted when its rank comes
-        firsts, wholes = held.firsts, held.wholes
-        for k in order.tolist():
-            left = room - used
-            if left < 1:
-                break
-            first = firsts[k]
-            if first < 0:
-                first = firsts[k] = cost_of(held.turns[k][0])
-            if first > left:
-                continue  # neither the turn nor its compact form (which starts with it) fits
-            cost = wholes[k]
-            if cost < 0:
-                cost = wholes[k] = first + sum(cost_of(u) for u in held.turns[k][1:])
-            if cost <= left:
-                chosen.append((k, held.whole(k)))
-            else:
-                cost, positions = held.compact(k, messages, cost_of)
-                if cost > left:
-                    continue
-                chosen.append((k, positions))
-            used += cost
+        wholes = np.concatenate((order[:start], np.array(whole, dtype=np.int64)))
+        at = held.positions_of(wholes, compact)
+        return _taken(messages, at), at, used
+
+    # the cut turns were not counted: each is counted when its rank comes
+    def cost_of(unit: Unit) -> int:
+        return layout.unit_cost(unit, messages, counter)
+
+    # (turn, its messages' positions) of the turns taken, whole or compact, in rank order
+    chosen: list[tuple[int, list[int]]] = []
+    firsts, costs_of = held.firsts, held.wholes
+    for k in order.tolist():
+        left = room - used
+        if left < 1:
+            break
+        first = firsts[k]
+        if first < 0:
+            first = firsts[k] = cost_of(held.turns[k][0])
+        if first > left:
+            continue  # neither the turn nor its compact form (which starts with it) fits
+        cost = costs_of[k]
+        if cost < 0:
+            cost = costs_of[k] = first + sum(cost_of(u) for u in held.turns[k][1:])
+        if cost <= left:
+            chosen.append((k, held.whole(k)))
+        else:
+            cost, positions = held.compact(k, messages, cost_of)
+            if cost > left:
+                continue
+            chosen.append((k, positions))
+        used += cost
     chosen.sort()
     at = [i for _, positions in chosen for i in positions]
-    return [messages[i] for i in at], at, used
+    return _taken(messages, at), at, used
+
+
+def _taken(messages: Sequence[Message], at: list[int]) -> list[Message]:
+    """``messages`` at the positions ``at``."""
+    if len(at) > 1:
+        return list(operator.itemgetter(*at)(messages))
+    return [messages[i] for i in at]
 
 
 class _CutTurns:
@@ -705,18 +760,39 @@ class _CutTurns:
         self._whole_costs: _Ints | None = None
         self._compact_costs: _Ints | None = None
         self._compacts: dict[int, tuple[int, list[int]]] = {}
+        # (counted) each turn's positions, whole then compact, in one array, and where each
+        # turn's start
+        self._flat: _Ints | None = None
+        self._offsets: _Ints = np.zeros(1, dtype=np.int64)
 
     def whole_costs(self) -> _Ints:
-        """Each turn's cost (the turns counted); each turn's positions are listed too, once per
-        cut rather than at each question.
-        """
+        """Each turn's cost (the turns counted)."""
         if self._whole_costs is None:
             self._whole_costs = np.array(
                 [sum(u.cost for u in turn) for turn in self.turns], dtype=np.int64
             )
-            for k in range(len(self.turns)):
-                self.whole(k)
         return self._whole_costs
+
+    def positions_of(self, wholes: _Ints, compacts: list[int]) -> list[int]:
+        """The positions of the messages of turns ``wholes`` (whole) and ``compacts`` (their
+        compact forms, known from :meth:`compact_costs`), turn after turn.
+        """
+        if self._flat is None:
+            # every turn's positions, then every turn's compact form's, one after another
+            n = len(self.turns)
+            lists = [self.whole(k) for k in range(n)] + [self._compacts[k][1] for k in range(n)]
+            self._offsets = np.zeros(2 * n + 1, dtype=np.int64)
+            np.cumsum([len(p) for p in lists], out=self._offsets[1:])
+            self._flat = np.fromiter(
+                itertools.chain.from_iterable(lists), dtype=np.int64, count=int(self._offsets[-1])
+            )
+        offsets = self._offsets
+        extra = np.array(compacts, dtype=np.int64)
+        turns = np.concatenate((wholes, extra))
+        runs = np.concatenate((wholes, extra + len(self.turns)))[np.argsort(turns, kind="stable")]
+        starts = offsets[runs]
+        at: list[int] = self._flat[_runs(starts, offsets[runs + 1] - starts)].tolist()
+        return at
 
     def whole(self, k: int) -> list[int]:
         """The positions of turn ``k``'s messages."""

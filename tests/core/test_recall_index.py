@@ -132,6 +132,66 @@ def test_a_long_question_is_searched_by_its_rarest_stems() -> None:
     index.close()
 
 
+def _fts5_stems(tokenizer: _recall._Tokenizer, text: str) -> list[str]:
+    """FTS5's own answer: the question's distinct stems read from the index."""
+    stop = _recall._stop_stems or frozenset()
+    return [s for s in tokenizer._distinct(text) if len(s) > 1 and s not in stop]
+
+
+_WORDS = (
+    "running runs ran caresses ponies ties generalization hopping connected electricity sky "
+    "the a I x1 ABC it's e.g. 123 0x1F a_b CamelCase naïve Ünïcödé"
+).split()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_WORDS), st.text(alphabet=st.characters(max_codepoint=127), max_size=4)
+        ),
+        max_size=30,
+    )
+)
+def test_an_ascii_question_is_stemmed_from_the_memo_as_fts5_stems_it(parts: list[str]) -> None:
+    # the memo path (ASCII words split here, each stem remembered) and FTS5's own path
+    # agree on any text: every ASCII character is a separator or part of a word in both
+    text = " ".join(parts) if len(parts) % 2 else "".join(parts)
+    tokenizer = _recall._Tokenizer()
+    try:
+        assert tokenizer.stems(text) == _fts5_stems(tokenizer, text)
+        assert tokenizer.stems(text) == _fts5_stems(tokenizer, text)  # from the memo now
+    finally:
+        tokenizer.close()
+
+
+def test_every_ascii_character_separates_words_or_joins_them_as_fts5_does() -> None:
+    tokenizer = _recall._Tokenizer()
+    try:
+        for code in range(128):
+            c = chr(code)
+            text = f"running{c}jumps{c}x{c}Cafe{c}the{c}ab{c}42abc{c}"
+            assert tokenizer.stems(text) == _fts5_stems(tokenizer, text), repr(c)
+    finally:
+        tokenizer.close()
+
+
+def test_the_stem_memo_is_emptied_when_full_and_keeps_answering() -> None:
+    tokenizer = _recall._Tokenizer()
+    try:
+        with patch.object(_recall, "_STEM_MEMO_SIZE", 5):
+            _recall._stem_memo.clear()
+            first = tokenizer.stems("alpha beta gamma delta")
+            assert len(_recall._stem_memo) == 4
+            second = tokenizer.stems("epsilon zeta eta theta running")  # would hold 9: emptied
+            assert set(_recall._stem_memo) == {"epsilon", "zeta", "eta", "theta", "running"}
+        assert first == ["alpha", "beta", "delta", "gamma"]
+        assert second == ["epsilon", "eta", "run", "theta", "zeta"]
+    finally:
+        tokenizer.close()
+        _recall._stem_memo.clear()
+
+
 def test_importing_the_core_does_not_import_numpy() -> None:
     """numpy is recall's alone: the CLI and a fit that does not recall start without it."""
     import subprocess
