@@ -14,12 +14,14 @@ a cut part that grows costs its own stems and postings, not a pass over the cut 
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import operator
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -80,7 +82,7 @@ class _Tokenizer:
     def __init__(self) -> None:
         # transactions are explicit (one per text or batch); once a batch is deleted, its pages
         # are given back
-        self.con = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self.con = _connection()
         self.con.execute("PRAGMA auto_vacuum = FULL")
         self.con.execute(
             f"CREATE VIRTUAL TABLE scratch USING fts5(body, content='', tokenize='{_TOKENIZER}')"
@@ -315,15 +317,88 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
     Scores are higher the better; ties go to the later document. Documents with none of the
     query's stems are left out. Porter stemming and Unicode folding apply. A question of more
     than :data:`MAX_QUERY_TERMS` stems is searched by its rarest ones.
+
+    Many documents are indexed in two halves at once, in a worker thread and this one (SQLite
+    tokenizes without holding the GIL): the index is most of a cold migration's time beside
+    tokenizing.
     """
     if not documents:
         return []
     tokenizer = _Tokenizer()
+    parts: list[_Part] = []
     try:
         stems = tokenizer.stems(query)
         if not stems:
             return []
-        con = tokenizer.con
+        half = _halfway(documents)
+        if half:
+            with ThreadPoolExecutor(1, thread_name_prefix="session-migrator-recall") as pool:
+                later = pool.submit(_Part, _connection(), documents[half:], half)
+                try:
+                    parts.append(_Part(tokenizer.con, documents[:half], 0))
+                finally:
+                    parts.append(later.result())  # (closed below, even if the first failed)
+        else:
+            parts.append(_Part(tokenizer.con, documents, 0))
+        counts = np.zeros(len(stems), dtype=np.int64)
+        for part in parts:
+            counts += part.holding(stems)
+        chosen = _rarest(counts)
+        if not len(chosen):
+            return []
+        picked = [stems[k] for k in chosen.tolist()]
+        n = len(documents)
+        lengths = np.zeros(n, dtype=np.float64)
+        docs: list[_Small] = []
+        tfs: list[_Small] = []
+        terms: list[_Ints] = []
+        where = {stem: k for k, stem in enumerate(picked)}
+        for part in parts:
+            postings = part.postings(picked)
+            part.lengths(lengths)
+            ids = np.array([where[t] for t in postings.terms], dtype=np.int64)
+            terms.append(ids[postings.term])
+            docs.append(postings.doc.astype(np.int64) + part.first)
+            tfs.append(postings.tf)
+    finally:
+        for part in parts[1:]:
+            part.con.close()
+        tokenizer.close()
+    # each document is in one part, its postings in stem order: its sum is taken in that order
+    idf = _idfs(n, counts[chosen])[np.concatenate(terms)]
+    scores = _scores(
+        np.concatenate(docs), np.concatenate(tfs), idf, lengths, float(lengths.sum()) / n
+    )
+    keys, values = _best_first(scores, np.arange(n, dtype=np.int64), True)
+    return list(zip(keys.tolist(), values.tolist(), strict=True))
+
+
+#: One-shot rankings of documents of at least this many characters in all are indexed in two
+#: halves at once (below it, a thread costs more than it saves).
+_PARALLEL_CHARS = 200_000
+
+
+def _halfway(documents: Sequence[str]) -> int:
+    """Where to split ``documents`` into two halves of about the same text (0: don't)."""
+    sizes = list(itertools.accumulate(len(d) for d in documents))
+    if len(documents) < 2 or sizes[-1] < _PARALLEL_CHARS:
+        return 0
+    return min(max(bisect.bisect_left(sizes, sizes[-1] // 2), 1), len(documents) - 1)
+
+
+def _connection() -> sqlite3.Connection:
+    """An in-memory database (transactions explicit), usable from another thread."""
+    return sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+
+
+class _Part:
+    """An FTS5 index of ``documents`` (the documents ``first``, ``first + 1``, ... of a
+    ranking) in the database of ``con``, its tables named ``docs``.
+    """
+
+    def __init__(self, con: sqlite3.Connection, documents: Sequence[str], first: int) -> None:
+        self.con = con
+        self.first = first
         con.execute(
             f"CREATE VIRTUAL TABLE docs USING fts5(body, content='', tokenize='{_TOKENIZER}')"
         )
@@ -332,36 +407,30 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
         con.execute("BEGIN")  # one transaction: FTS5 writes its index once
         _insert(con, "docs", documents)
         con.execute("COMMIT")
+
+    def holding(self, stems: list[str]) -> _Ints:
+        """How many of the documents hold each of ``stems``."""
         marks = ", ".join("?" * len(stems))
-        holding = dict(
-            con.execute(f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})", stems)
+        found = dict(
+            self.con.execute(f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})", stems)
         )
-        counts = np.array([holding.get(stem, 0) for stem in stems], dtype=np.int64)
-        chosen = _rarest(counts)
-        if not len(chosen):
-            return []
-        picked = [stems[k] for k in chosen.tolist()]
-        marks = ", ".join("?" * len(picked))
-        rows = con.execute(
+        return np.array([found.get(stem, 0) for stem in stems], dtype=np.int64)
+
+    def postings(self, stems: list[str]) -> _Postings:
+        """The postings of ``stems`` (documents numbered from 0 in this part)."""
+        marks = ", ".join("?" * len(stems))
+        rows = self.con.execute(
             "SELECT term, count(*), group_concat(doc, ' ') FROM docs_instances "
             f"WHERE term IN ({marks}) GROUP BY term",
-            picked,
+            stems,
         )
-        postings = _Postings.of(rows, len(documents))
-        lengths = np.zeros(len(documents), dtype=np.float64)
-        for rowid, size in con.execute("SELECT id, sz FROM docs_docsize"):
-            lengths[rowid - 1] = _varint(size)
-    finally:
-        tokenizer.close()
-    # the vocabularies' order is the stems' order: the postings are the picked stems' in turn
-    if postings.terms != picked:  # pragma: no cover - a tokenizer bug if reached
-        raise AssertionError("the index's stems are not the question's")
-    n = len(documents)
-    runs = np.bincount(postings.term, minlength=len(picked))
-    idf = np.repeat(_idfs(n, counts[chosen]), runs)
-    scores = _scores(postings.doc, postings.tf, idf, lengths, int(lengths.sum()) / n)
-    keys, values = _best_first(scores, np.arange(n, dtype=np.int64), True)
-    return list(zip(keys.tolist(), values.tolist(), strict=True))
+        return _Postings.of(rows, 0)
+
+    def lengths(self, out: _Floats) -> None:
+        """Write each document's length in tokens into ``out`` (at its number in the ranking)."""
+        first = self.first - 1
+        for rowid, size in self.con.execute("SELECT id, sz FROM docs_docsize"):
+            out[first + rowid] = _varint(size)
 
 
 def _varint(data: bytes) -> int:

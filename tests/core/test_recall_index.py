@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 from unittest.mock import patch
 
 import pytest
@@ -30,10 +31,12 @@ def test_the_kept_index_over_many_segments_and_dropped_documents_ranks_as_a_fres
     rng = random.Random(seed)
     docs = {5 * i: _doc(rng, rng.choice((1, 3, 12, 40, 300))) for i in range(60)}
     keys = sorted(docs)
-    # tiny batches and merge limits: many segments, merged as they come, and rebuilds
+    # tiny batches and merge limits: many segments, merged as they come, and rebuilds; the
+    # fresh rankings indexed in one part or in two at once
     with (
         patch.object(_recall, "_BATCH_CHARS", rng.choice((1, 200, 2000))),
         patch.object(_recall, "_MERGE_RATIO", rng.choice((1, 2, 4))),
+        patch.object(_recall, "_PARALLEL_CHARS", rng.choice((1, 500, 10**9))),
     ):
         index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
         held: set[int] = set()
@@ -56,6 +59,44 @@ def test_the_kept_index_over_many_segments_and_dropped_documents_ranks_as_a_fres
         index.close()
 
 
+def test_many_documents_are_indexed_in_two_halves_at_once_and_rank_as_in_one() -> None:
+    rng = random.Random(3)
+    docs = [_doc(rng, rng.choice((5, 80, 400))) for _ in range(400)]
+    assert sum(map(len, docs)) > _recall._PARALLEL_CHARS  # the default splits these
+    assert _recall._halfway(docs) > 0
+    started = threading.active_count()
+    with patch.object(_recall, "_Part", wraps=_recall._Part) as parts:
+        halves = rank_by_relevance(docs, "alpha " + " ".join(RARE[:5]))
+    assert parts.call_count == 2
+    assert threading.active_count() == started  # the worker is gone
+    with patch.object(_recall, "_PARALLEL_CHARS", 10**9):
+        whole = rank_by_relevance(docs, "alpha " + " ".join(RARE[:5]))
+    assert halves == whole
+    assert len(whole) > 50
+    # a small input or a single document stays in one part
+    assert _recall._halfway(docs[:3]) == 0
+    assert _recall._halfway(["x" * (_recall._PARALLEL_CHARS + 1)]) == 0
+
+
+def test_a_failing_half_fails_the_ranking_and_leaves_no_worker() -> None:
+    docs = ["alpha beta " * 20_000, "beta gamma " * 20_000]
+    started = threading.active_count()
+    original = _recall._Part.__init__
+
+    def failing(self: object, con: sqlite3.Connection, documents: list[str], first: int) -> None:
+        if first:
+            raise sqlite3.OperationalError("disk I/O error")
+        original(self, con, documents, first)  # type: ignore[arg-type]
+
+    with (
+        patch.object(_recall._Part, "__init__", failing),
+        pytest.raises(sqlite3.OperationalError, match="disk I/O"),
+    ):
+        rank_by_relevance(docs, "gamma")
+    assert threading.active_count() == started
+    assert [k for k, _ in rank_by_relevance(docs, "gamma")] == [1]  # and it works again
+
+
 def test_long_documents_are_measured_exactly_and_a_shorter_one_ranks_first() -> None:
     # lengths past one and two bytes of FTS5's size varint (128 and 16,384 tokens)
     filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed eiusmod"
@@ -74,14 +115,17 @@ def test_long_documents_are_measured_exactly_and_a_shorter_one_ranks_first() -> 
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_scores_are_fts5_bm25(seed: int) -> None:
+@pytest.mark.parametrize("halves", [False, True])
+def test_scores_are_fts5_bm25(seed: int, halves: bool) -> None:
     """For questions of plain words (one token each), FTS5's bm25 over the same documents
-    gives the same scores: the same idf, saturation and length normalisation.
+    gives the same scores: the same idf, saturation and length normalisation; also when the
+    documents are indexed in two halves at once.
     """
     rng = random.Random(seed)
     docs = [_doc(rng, rng.randint(1, 60)) for _ in range(80)]
     query = " ".join(rng.sample(WORDS + RARE, k=6))
-    ours = dict(rank_by_relevance(docs, query))
+    with patch.object(_recall, "_PARALLEL_CHARS", 1 if halves else 10**9):
+        ours = dict(rank_by_relevance(docs, query))
     con = sqlite3.connect(":memory:")
     con.execute("CREATE VIRTUAL TABLE d USING fts5(body, tokenize='porter unicode61')")
     con.executemany("INSERT INTO d(rowid, body) VALUES (?, ?)", enumerate(docs, 1))
