@@ -829,8 +829,8 @@ class _CutTurns:
         self._whole_costs: _Ints | None = None
         self._compact_costs: _Ints | None = None
         self._compacts: dict[int, tuple[int, list[int]]] = {}
-        # (counted) each turn's positions, whole then compact, in one array, and where each
-        # turn's start
+        # (counted) the positions of every turn's messages, then of every turn's compact form,
+        # in one array, and where each of those runs starts (2 * turns + 1 offsets)
         self._flat: _Ints | None = None
         self._offsets: _Ints = np.zeros(1, dtype=np.int64)
 
@@ -849,7 +849,8 @@ class _CutTurns:
         if self._flat is None:
             # every turn's positions, then every turn's compact form's, one after another
             n = len(self.turns)
-            lists = [self.whole(k) for k in range(n)] + [self._compacts[k][1] for k in range(n)]
+            lists = [[i for u in turn for i in u.indices] for turn in self.turns]
+            lists += [self._compacts[k][1] for k in range(n)]
             self._offsets = np.zeros(2 * n + 1, dtype=np.int64)
             np.cumsum([len(p) for p in lists], out=self._offsets[1:])
             self._flat = np.fromiter(
