@@ -70,43 +70,52 @@ def _timing(seconds: dict[str, float]) -> Iterator[None]:
         yield
 
 
+def run(size: int, strategy: str = "auto", runs: int = 5) -> list[dict[str, float]]:
+    """The seconds of each step (and the yardstick) of every re-fit after a user message."""
+    from langchain_session_migrator import FittedChatMessageHistory
+    from session_migrator._tokens import TiktokenCounter
+
+    ctx = _context(size, runs, 60.0, False)
+    gc.freeze()  # as in the benchmark's forked cells
+    rows: list[dict[str, float]] = []
+    try:
+        for r in range(runs):
+            reset_counts()
+            history = FittedChatMessageHistory(
+                f"steps-{r}",
+                model=ctx.window,
+                store="memory://",
+                strategy=strategy,
+                reserve_output=0,
+                reserve_tokens=0,
+            )
+            history.add_messages(ctx.lc)
+            for _ in range(1 + WARM_READS):
+                history.messages  # noqa: B018 - the cold read, then the warm ones
+            fresh = TiktokenCounter("o200k_base")
+            for k in range(APPENDS):
+                history.add_messages([ctx.lc_new[k]])
+                seconds: dict[str, float] = {}
+                gc.collect()
+                with _timing(seconds):
+                    history.messages  # noqa: B018 - the read after one new message
+                if ctx.new[k].role == "user":
+                    kept = list(history._state.last.messages)
+                    seconds["yardstick"] = _yardstick(fresh, ctx.new[k], kept)
+                    rows.append(seconds)
+            history.close()
+    finally:
+        gc.unfreeze()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=5000, help="conversation size (messages)")
     parser.add_argument("--strategy", default="auto")
     parser.add_argument("--runs", type=int, default=5, help="repetitions (new histories)")
     args = parser.parse_args(argv)
-
-    from langchain_session_migrator import FittedChatMessageHistory
-    from session_migrator._tokens import TiktokenCounter
-
-    ctx = _context(args.size, args.runs, 60.0, False)
-    gc.freeze()  # as in the benchmark's forked cells
-    rows: list[dict[str, float]] = []
-    for r in range(args.runs):
-        reset_counts()
-        history = FittedChatMessageHistory(
-            f"steps-{r}",
-            model=ctx.window,
-            store="memory://",
-            strategy=args.strategy,
-            reserve_output=0,
-            reserve_tokens=0,
-        )
-        history.add_messages(ctx.lc)
-        for _ in range(1 + WARM_READS):
-            history.messages  # noqa: B018 - the cold read, then the warm ones
-        fresh = TiktokenCounter("o200k_base")
-        for k in range(APPENDS):
-            history.add_messages([ctx.lc_new[k]])
-            seconds: dict[str, float] = {}
-            gc.collect()
-            with _timing(seconds):
-                history.messages  # noqa: B018 - the read after one new message
-            kept = list(history._state.last.messages)
-            if ctx.new[k].role == "user":
-                seconds["yardstick"] = _yardstick(fresh, ctx.new[k], kept)
-                rows.append(seconds)
+    rows = run(args.size, args.strategy, args.runs)
     steps = [step for step, _, _ in _STEPS] + ["yardstick"]
     print(f"re-fits after a user message, {args.size:,} messages, {args.strategy}: ms per step")
     print("  ".join(f"{s:>9}" for s in steps))
