@@ -379,9 +379,13 @@ _PARALLEL_CHARS = 200_000
 
 
 def _halfway(documents: Sequence[str]) -> int:
-    """Where to split ``documents`` into two halves of about the same text (0: don't)."""
+    """Where to split ``documents`` into two halves of about the same text (0: don't; nor
+    when this SQLite library was built for one thread).
+    """
+    if len(documents) < 2 or not sqlite3.threadsafety:
+        return 0
     sizes = list(itertools.accumulate(len(d) for d in documents))
-    if len(documents) < 2 or sizes[-1] < _PARALLEL_CHARS:
+    if sizes[-1] < _PARALLEL_CHARS:
         return 0
     return min(max(bisect.bisect_left(sizes, sizes[-1] // 2), 1), len(documents) - 1)
 

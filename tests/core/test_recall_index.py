@@ -73,9 +73,12 @@ def test_many_documents_are_indexed_in_two_halves_at_once_and_rank_as_in_one() -
         whole = rank_by_relevance(docs, "alpha " + " ".join(RARE[:5]))
     assert halves == whole
     assert len(whole) > 50
-    # a small input or a single document stays in one part
+    # a small input or a single document stays in one part, and so does everything when
+    # SQLite was built for a single thread
     assert _recall._halfway(docs[:3]) == 0
     assert _recall._halfway(["x" * (_recall._PARALLEL_CHARS + 1)]) == 0
+    with patch.object(_recall.sqlite3, "threadsafety", 0):
+        assert _recall._halfway(docs) == 0
 
 
 def test_a_failing_half_fails_the_ranking_and_leaves_no_worker() -> None:
