@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
 from benchmarks import refit_steps
+from session_migrator import _tokens
+
+
+@pytest.fixture(autouse=True)
+def _shared_counters_kept() -> Iterator[None]:
+    """The run empties the process's shared counters, as each benchmark cell does; the other
+    tests hold (and compare) the ones there were.
+    """
+    registries = (_tokens._tiktoken_counters, _tokens._estimating, _tokens._heuristic)
+    saved = [dict(registry) for registry in registries]
+    yield
+    for registry, before in zip(registries, saved, strict=True):
+        registry.clear()
+        registry.update(before)
 
 
 def test_the_steps_of_a_refit_after_a_question_nest_inside_it() -> None:
