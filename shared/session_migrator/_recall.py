@@ -84,13 +84,7 @@ class _Tokenizer:
         # are given back
         self.con = _connection()
         self.con.execute("PRAGMA auto_vacuum = FULL")
-        self.con.execute(
-            f"CREATE VIRTUAL TABLE scratch USING fts5(body, content='', tokenize='{_TOKENIZER}')"
-        )
-        self.con.execute("CREATE VIRTUAL TABLE scratch_terms USING fts5vocab(scratch, 'row')")
-        self.con.execute(
-            "CREATE VIRTUAL TABLE scratch_instances USING fts5vocab(scratch, 'instance')"
-        )
+        _create_index(self.con, "scratch")
 
     def _distinct(self, text: str) -> list[str]:
         """The distinct stems of ``text``, in the index's (binary) order."""
@@ -159,15 +153,7 @@ class _Tokenizer:
         con.execute("BEGIN")
         try:
             _insert(con, "scratch", texts)
-            # one row per stem (the vocabulary is read in stem order, no sort): the documents of
-            # each of its occurrences, in document order
-            return _Postings.of(
-                con.execute(
-                    "SELECT term, count(*), group_concat(doc, ' ') FROM scratch_instances "
-                    "GROUP BY term"
-                ),
-                len(texts),
-            )
+            return _Postings.of(_postings_rows(con, "scratch"), len(texts))
         finally:
             con.execute("INSERT INTO scratch(scratch) VALUES ('delete-all')")
             con.execute("COMMIT")
@@ -181,9 +167,37 @@ _stop_stems: frozenset[str] | None = None
 #: letters and digits; every other ASCII character separates.
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 #: ASCII word -> its stem ("" when a question is not searched by it: a stop word's stem or a
-#: one-character stem); emptied when it would hold more than this many words.
+#: one-character stem); emptied when it would hold more than this many words. (Not a
+#: ``DigestMemo``: a question looks up each word, a plain dict lookup, and learns the missing
+#: ones in one FTS5 call.)
 _stem_memo: dict[str, str] = {}
 _STEM_MEMO_SIZE = 1 << 14
+
+
+def _create_index(con: sqlite3.Connection, table: str) -> None:
+    """A contentless FTS5 ``table`` with its vocabularies ``{table}_terms`` (a row per stem)
+    and ``{table}_instances`` (a row per occurrence).
+    """
+    con.execute(
+        f"CREATE VIRTUAL TABLE {table} USING fts5(body, content='', tokenize='{_TOKENIZER}')"
+    )
+    con.execute(f"CREATE VIRTUAL TABLE {table}_terms USING fts5vocab({table}, 'row')")
+    con.execute(f"CREATE VIRTUAL TABLE {table}_instances USING fts5vocab({table}, 'instance')")
+
+
+def _postings_rows(
+    con: sqlite3.Connection, table: str, stems: Sequence[str] | None = None
+) -> sqlite3.Cursor:
+    """One row per stem of ``table`` (or per one of ``stems`` in it), in stem order (the
+    vocabulary is read in that order, no sort): the stem, its occurrences and their documents
+    space-separated, in document order; :meth:`_Postings.of` reads them.
+    """
+    where = f"WHERE term IN ({', '.join('?' * len(stems))}) " if stems is not None else ""
+    return con.execute(
+        f"SELECT term, count(*), group_concat(doc, ' ') FROM {table}_instances {where}"
+        "GROUP BY term",
+        list(stems or ()),
+    )
 
 
 def _insert(con: sqlite3.Connection, table: str, texts: Sequence[str]) -> None:
@@ -403,11 +417,7 @@ class _Part:
     def __init__(self, con: sqlite3.Connection, documents: Sequence[str], first: int) -> None:
         self.con = con
         self.first = first
-        con.execute(
-            f"CREATE VIRTUAL TABLE docs USING fts5(body, content='', tokenize='{_TOKENIZER}')"
-        )
-        con.execute("CREATE VIRTUAL TABLE docs_terms USING fts5vocab(docs, 'row')")
-        con.execute("CREATE VIRTUAL TABLE docs_instances USING fts5vocab(docs, 'instance')")
+        _create_index(con, "docs")
         con.execute("BEGIN")  # one transaction: FTS5 writes its index once
         _insert(con, "docs", documents)
         con.execute("COMMIT")
@@ -422,13 +432,7 @@ class _Part:
 
     def postings(self, stems: list[str]) -> _Postings:
         """The postings of ``stems`` (documents numbered from 0 in this part)."""
-        marks = ", ".join("?" * len(stems))
-        rows = self.con.execute(
-            "SELECT term, count(*), group_concat(doc, ' ') FROM docs_instances "
-            f"WHERE term IN ({marks}) GROUP BY term",
-            stems,
-        )
-        return _Postings.of(rows, 0)
+        return _Postings.of(_postings_rows(self.con, "docs", stems), 0)
 
     def lengths(self, out: _Floats) -> None:
         """Write each document's length in tokens into ``out`` (at its number in the ranking)."""
@@ -769,8 +773,9 @@ def recall_turns(
                 compact.append(int(rest[j]))
                 used += int(least[j])
             j += 1
-        wholes = np.concatenate((order[:start], np.array(whole, dtype=np.int64)))
-        at = held.positions_of(wholes, compact)
+        at = held.positions_of(
+            np.concatenate((order[:start], np.array(whole, dtype=np.int64))), compact
+        )
         return _taken(messages, at), at, used
 
     # the cut turns were not counted: each is counted when its rank comes
@@ -779,7 +784,7 @@ def recall_turns(
 
     # (turn, its messages' positions) of the turns taken, whole or compact, in rank order
     chosen: list[tuple[int, list[int]]] = []
-    firsts, costs_of = held.firsts, held.wholes
+    firsts, totals = held.firsts, held.totals
     for k in order.tolist():
         left = room - used
         if left < 1:
@@ -789,9 +794,9 @@ def recall_turns(
             first = firsts[k] = cost_of(held.turns[k][0])
         if first > left:
             continue  # neither the turn nor its compact form (which starts with it) fits
-        cost = costs_of[k]
+        cost = totals[k]
         if cost < 0:
-            cost = costs_of[k] = first + sum(cost_of(u) for u in held.turns[k][1:])
+            cost = totals[k] = first + sum(cost_of(u) for u in held.turns[k][1:])
         if cost <= left:
             chosen.append((k, held.whole(k)))
         else:
@@ -827,7 +832,7 @@ class _CutTurns:
         # cost what was spared (a turn is counted when its rank comes)
         self.counted = layout.counted_from == 0
         self.firsts = [t[0].cost for t in self.turns] if self.counted else [-1] * len(self.turns)
-        self.wholes = [-1] * len(self.turns)
+        self.totals = [-1] * len(self.turns)
         self._starts: _Ints | None = None
         self._positions: dict[int, list[int]] = {}
         self._whole_costs: _Ints | None = None
@@ -853,7 +858,7 @@ class _CutTurns:
         if self._flat is None:
             # every turn's positions, then every turn's compact form's, one after another
             n = len(self.turns)
-            lists = [[i for u in turn for i in u.indices] for turn in self.turns]
+            lists = [_positions_in(turn) for turn in self.turns]
             lists += [self._compacts[k][1] for k in range(n)]
             self._offsets = np.zeros(2 * n + 1, dtype=np.int64)
             np.cumsum([len(p) for p in lists], out=self._offsets[1:])
@@ -872,7 +877,7 @@ class _CutTurns:
         """The positions of turn ``k``'s messages."""
         at = self._positions.get(k)
         if at is None:
-            at = self._positions[k] = [i for u in self.turns[k] for i in u.indices]
+            at = self._positions[k] = _positions_in(self.turns[k])
         return at
 
     def compact(
@@ -889,7 +894,7 @@ class _CutTurns:
             )
             units = [turn[0]] + ([answer] if answer else [])
             cost = self.firsts[k] + (cost_of(answer) if answer else 0)
-            found = self._compacts[k] = (cost, [i for u in units for i in u.indices])
+            found = self._compacts[k] = (cost, _positions_in(units))
         return found
 
     def compact_costs(self, messages: Sequence[Message]) -> _Ints:
@@ -904,6 +909,11 @@ class _CutTurns:
         if self._starts is None:
             self._starts = np.fromiter(self.keys, dtype=np.int64, count=len(self.keys))
         return np.searchsorted(self._starts, keys)
+
+
+def _positions_in(units: list[Unit]) -> list[int]:
+    """The positions of ``units``' messages, in order."""
+    return [i for u in units for i in u.indices]
 
 
 def _counted(unit: Unit) -> int:
