@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from session_migrator import Message
+from session_migrator import Message, StoreError
 from session_migrator.store import BaseSessionStore, open_store
 
 StoreFactory = Callable[..., BaseSessionStore]
@@ -398,3 +398,38 @@ def test_postgres_schema_is_migrated_from_the_first_one(postgres_url: str) -> No
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         names = [r[0] for r in conn.execute("SELECT name FROM sm_schema_migrations ORDER BY name")]
     assert names == ["0001_initial", "0002_session_user_id", "0003_offloaded_outputs"]
+
+
+def test_a_store_opened_while_another_connection_writes_waits_to_switch_to_wal(
+    tmp_path: Path,
+) -> None:
+    # switching a database to WAL needs it to itself, and SQLite answers "locked" at once
+    # there rather than wait: the open waits, within its busy timeout, for the writer to finish
+    path = tmp_path / "old.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO t VALUES (1)")
+    done = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    done.start()
+    try:
+        store = open_store(f"sqlite:///{path}")
+    finally:
+        done.join()
+        other.close()
+    try:
+        store.append("after", [Message("user", "hello", id="m1")])
+        assert [m.id for m in store.load("after")] == ["m1"]
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        conn.close()
+    finally:
+        store.close()
+    blocker = sqlite3.connect(tmp_path / "held.db", isolation_level=None)
+    blocker.execute("CREATE TABLE t (x)")
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StoreError, match="locked"):  # and gives up after it
+            open_store(f"sqlite:///{tmp_path / 'held.db'}", busy_timeout=0.2)
+    finally:
+        blocker.close()

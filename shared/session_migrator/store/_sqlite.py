@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,6 +54,25 @@ def _session(row: Sequence[Any]) -> SessionInfo:
         updated_at=from_epoch(row[4]),
         metadata=_codec.loads(row[5]),
     )
+
+
+def _wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put the database in WAL mode, waiting up to ``timeout`` seconds for the others: the
+    switch needs the database to itself, and SQLite answers "locked" at once rather than wait
+    for it (its busy timeout does not cover the switch), as when several processes or threads
+    open a new or an old database together.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
 
 
 class SQLiteStore(BaseSessionStore):
@@ -99,8 +119,12 @@ class SQLiteStore(BaseSessionStore):
             self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
         )
         conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            _wal(conn, self._timeout)
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            conn.close()
+            raise
         with self._guard:
             self._connections.append(conn)
         self._local.conn = conn
