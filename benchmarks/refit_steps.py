@@ -14,6 +14,13 @@ steps are timed by wrapping the functions that do them:
 - ``ids``: listing the ids left out (``ids_without``).
 
     python -m benchmarks.refit_steps [--size 5000] [--strategy auto] [--runs 5]
+
+``--loop SECONDS`` re-fits after new questions over and over instead, for a sampling profiler
+(py-spy, pyinstrument) to attribute their time; the samples under ``recall_turns`` are the
+re-ranking's, those under ``again`` the whole steady re-fit's:
+
+    py-spy record --native -r 1000 -f raw -o refit.txt -- \
+        python -m benchmarks.refit_steps --size 5000 --loop 30
 """
 
 from __future__ import annotations
@@ -25,12 +32,16 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest.mock import patch
 
-from benchmarks._harness import APPENDS, WARM_READS, reset_counts
+from benchmarks._conversation import next_messages
+from benchmarks._harness import APPENDS, WARM_READS, Context, reset_counts
 from benchmarks._ours import _yardstick
 from benchmarks.speed import _context
+
+if TYPE_CHECKING:
+    from langchain_session_migrator import FittedChatMessageHistory
 
 #: (step, owner, attribute) of the functions timed
 _STEPS = (
@@ -70,9 +81,27 @@ def _timing(seconds: dict[str, float]) -> Iterator[None]:
         yield
 
 
+def _history(name: str, ctx: Context, strategy: str) -> FittedChatMessageHistory:
+    """A new LangChain history of the benchmark's conversation, the core's caches emptied first
+    (as in each of the benchmark's repetitions).
+    """
+    from langchain_session_migrator import FittedChatMessageHistory
+
+    reset_counts()
+    history = FittedChatMessageHistory(
+        name,
+        model=ctx.window,
+        store="memory://",
+        strategy=strategy,
+        reserve_output=0,
+        reserve_tokens=0,
+    )
+    history.add_messages(ctx.lc)
+    return history
+
+
 def run(size: int, strategy: str = "auto", runs: int = 5) -> list[dict[str, float]]:
     """The seconds of each step (and the yardstick) of every re-fit after a user message."""
-    from langchain_session_migrator import FittedChatMessageHistory
     from session_migrator._tokens import TiktokenCounter
 
     ctx = _context(size, runs, 60.0, False)
@@ -80,16 +109,7 @@ def run(size: int, strategy: str = "auto", runs: int = 5) -> list[dict[str, floa
     rows: list[dict[str, float]] = []
     try:
         for r in range(runs):
-            reset_counts()
-            history = FittedChatMessageHistory(
-                f"steps-{r}",
-                model=ctx.window,
-                store="memory://",
-                strategy=strategy,
-                reserve_output=0,
-                reserve_tokens=0,
-            )
-            history.add_messages(ctx.lc)
+            history = _history(f"steps-{r}", ctx, strategy)
             for _ in range(1 + WARM_READS):
                 history.messages  # noqa: B018 - the cold read, then the warm ones
             fresh = TiktokenCounter("o200k_base")
@@ -109,12 +129,54 @@ def run(size: int, strategy: str = "auto", runs: int = 5) -> list[dict[str, floa
     return rows
 
 
+def loop(size: int, seconds: float, strategy: str = "auto") -> int:
+    """Append an answer and a new question, read, again and again for ``seconds`` (each read
+    after a question in the benchmark's conditions: the word memo emptied, after a full
+    collection); the number of reads after a question.
+    """
+    from langchain_session_migrator import messages_from_core
+    from session_migrator import _recall
+
+    ctx = _context(size, 1, 60.0, False)
+    history = _history("steps-loop", ctx, strategy)
+    history.messages  # noqa: B018 - the cold read
+    gc.freeze()
+    questions = 0
+    more: list[Any] = []  # the messages that continue the conversation: answer, question, ...
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if 2 * questions + 2 > len(more):
+                more = messages_from_core(next_messages(ctx.messages, max(64, 2 * len(more))))
+            history.add_messages([more[2 * questions]])
+            history.messages  # noqa: B018 - the read after the answer
+            history.add_messages([more[2 * questions + 1]])
+            _recall._stem_memo.clear()
+            gc.collect()
+            history.messages  # noqa: B018 - the read after the question
+            questions += 1
+    finally:
+        gc.unfreeze()
+        history.close()
+    return questions
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=5000, help="conversation size (messages)")
     parser.add_argument("--strategy", default="auto")
     parser.add_argument("--runs", type=int, default=5, help="repetitions (new histories)")
+    parser.add_argument(
+        "--loop",
+        type=float,
+        metavar="SECONDS",
+        help="re-fit after new questions for this long (for a profiler) instead",
+    )
     args = parser.parse_args(argv)
+    if args.loop is not None:
+        count = loop(args.size, args.loop, args.strategy)
+        print(f"{count} re-fits after a new question, {args.size:,} messages, {args.strategy}")
+        return 0
     rows = run(args.size, args.strategy, args.runs)
     steps = [step for step, _, _ in _STEPS] + ["yardstick"]
     print(f"re-fits after a user message, {args.size:,} messages, {args.strategy}: ms per step")

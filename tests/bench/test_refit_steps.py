@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -37,3 +38,22 @@ def test_a_trim_refit_recalls_nothing() -> None:
     rows = refit_steps.run(100, "trim", runs=1)
     assert rows
     assert all(set(row) == {"fit", "yardstick"} for row in rows)
+
+
+def test_the_profiling_loop_refits_after_new_questions(monkeypatch: pytest.MonkeyPatch) -> None:
+    from session_migrator import _recall
+
+    queries: list[str] = []
+    recall = _recall.recall_turns
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        queries.append(args[5])
+        return recall(*args, **kwargs)
+
+    monkeypatch.setattr(_recall, "recall_turns", counted)
+    questions = refit_steps.loop(100, 0.5)
+    assert questions >= 2
+    # the cold read's question, then each new question, searched (again after an answer only
+    # where the answer made the fitter cut again)
+    assert len(set(queries)) == 1 + questions
+    assert refit_steps.main(["--size", "100", "--loop", "0.2"]) == 0
