@@ -86,27 +86,27 @@ class _Tokenizer:
         self.con.execute("PRAGMA auto_vacuum = FULL")
         _create_index(self.con, "scratch")
 
-    def _distinct(self, text: str) -> list[str]:
-        """The distinct stems of ``text``, in the index's (binary) order."""
+    def _read_with(self, text: str, sql: str) -> list[Any]:
+        """The rows ``sql`` reads while ``text`` is the scratch table's one row (taken out
+        again after).
+        """
         con = self.con
         con.execute("BEGIN")
         try:
             _insert(con, "scratch", [text])
-            return [term for (term,) in con.execute("SELECT term FROM scratch_terms")]
+            return con.execute(sql).fetchall()
         finally:
             con.execute("ROLLBACK")
+
+    def _distinct(self, text: str) -> list[str]:
+        """The distinct stems of ``text``, in the index's (binary) order."""
+        return [term for (term,) in self._read_with(text, "SELECT term FROM scratch_terms")]
 
     def _each(self, words: list[str]) -> list[str] | None:
         """The stem of each of ``words`` (ASCII letters and digits, lower case: one token
         each), or ``None`` if the tokenizer did not give one stem per word.
         """
-        con = self.con
-        con.execute("BEGIN")
-        try:
-            _insert(con, "scratch", [" ".join(words)])
-            found = con.execute("SELECT term, offset FROM scratch_instances").fetchall()
-        finally:
-            con.execute("ROLLBACK")
+        found = self._read_with(" ".join(words), "SELECT term, offset FROM scratch_instances")
         out = [""] * len(words)
         for term, offset in found:
             if not 0 <= offset < len(out) or out[offset]:  # pragma: no cover - not seen
