@@ -21,6 +21,13 @@ re-ranking's, those under ``again`` the whole steady re-fit's:
 
     py-spy record --native -r 1000 -f raw -o refit.txt -- \
         python -m benchmarks.refit_steps --size 5000 --loop 30
+
+``--cold`` times the two tokenizations of each new question instead, warm (the same call again
+at once) and cold (right after a full collection, as every timed read is, a history of the
+conversation held): its stems for the search (FTS5, the word memo emptied) and its count
+(tiktoken, uncached), the yardstick's part. The collection walks the history's objects and
+evicts the processor's caches, so the code and tables each tokenizer touches come back from
+memory.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from benchmarks.speed import _context
 
 if TYPE_CHECKING:
     from langchain_session_migrator import FittedChatMessageHistory
+    from session_migrator import Message
 
 #: (step, owner, attribute) of the functions timed
 _STEPS = (
@@ -161,6 +169,53 @@ def loop(size: int, seconds: float, strategy: str = "auto") -> int:
     return questions
 
 
+def cold(size: int, repeats: int = 30) -> list[dict[str, float]]:
+    """For each new user question of the benchmark: the median seconds of its stems and of its
+    count, warm and after a full collection (keys ``stems_warm``, ``stems_cold``,
+    ``count_warm``, ``count_cold``).
+    """
+    from session_migrator import _recall
+    from session_migrator._tokens import TiktokenCounter
+
+    ctx = _context(size, 1, 60.0, False)
+    tokenizer = _recall._Tokenizer()
+    counter = TiktokenCounter("o200k_base")
+    steps: dict[str, Callable[[Message], object]] = {
+        "stems": lambda m: (_recall._stem_memo.clear(), tokenizer.stems(m.text)),
+        "count": counter._uncached_message,
+    }
+    rows: list[dict[str, float]] = []
+    gc.freeze()  # the conversation, as in the benchmark's cells
+    # what each timed read's collection walks: a history of the conversation, read once
+    history = _history("steps-cold", ctx, "auto")
+    history.messages  # noqa: B018 - the cold read
+    try:
+        for message in ctx.new[:APPENDS]:  # the benchmark's timed appends
+            if message.role != "user":
+                continue
+            row: dict[str, float] = {}
+            for step, call in steps.items():
+                call(message)
+                for phase, before in (("warm", _nothing), ("cold", gc.collect)):
+                    samples = []
+                    for _ in range(repeats):
+                        before()
+                        started = time.perf_counter()
+                        call(message)
+                        samples.append(time.perf_counter() - started)
+                    row[f"{step}_{phase}"] = statistics.median(samples)
+            rows.append(row)
+    finally:
+        gc.unfreeze()
+        tokenizer.close()
+        history.close()
+    return rows
+
+
+def _nothing() -> None:
+    pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=5000, help="conversation size (messages)")
@@ -172,7 +227,19 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECONDS",
         help="re-fit after new questions for this long (for a profiler) instead",
     )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="time each new question's stems and count, warm and after a collection, instead",
+    )
     args = parser.parse_args(argv)
+    if args.cold:
+        columns = ("stems_warm", "stems_cold", "count_warm", "count_cold")
+        print(f"each new question's tokenizations, {args.size:,} messages: µs (median)")
+        print("  ".join(f"{c:>10}" for c in columns))
+        for row in cold(args.size):
+            print("  ".join(f"{row[c] * 1e6:10.0f}" for c in columns))
+        return 0
     if args.loop is not None:
         count = loop(args.size, args.loop, args.strategy)
         print(f"{count} re-fits after a new question, {args.size:,} messages, {args.strategy}")

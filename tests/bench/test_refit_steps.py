@@ -57,3 +57,12 @@ def test_the_profiling_loop_refits_after_new_questions(monkeypatch: pytest.Monke
     # where the answer made the fitter cut again)
     assert len(set(queries)) == 1 + questions
     assert refit_steps.main(["--size", "100", "--loop", "0.2"]) == 0
+
+
+def test_the_cold_mode_times_each_questions_two_tokenizations() -> None:
+    rows = refit_steps.cold(100, repeats=3)
+    assert len(rows) == 2  # the two user questions among the appended messages
+    for row in rows:
+        assert set(row) == {"stems_warm", "stems_cold", "count_warm", "count_cold"}
+        assert all(seconds > 0 for seconds in row.values())
+    assert refit_steps.main(["--size", "100", "--cold"]) == 0
