@@ -180,16 +180,22 @@ def cold(size: int, repeats: int = 30) -> list[dict[str, float]]:
     ctx = _context(size, 1, 60.0, False)
     tokenizer = _recall._Tokenizer()
     counter = TiktokenCounter("o200k_base")
+
+    def stems(message: Message) -> object:
+        _recall._stem_memo.clear()  # every word through FTS5, as a process's first questions
+        return tokenizer.stems(message.text)
+
     steps: dict[str, Callable[[Message], object]] = {
-        "stems": lambda m: (_recall._stem_memo.clear(), tokenizer.stems(m.text)),
+        "stems": stems,
         "count": counter._uncached_message,
     }
     rows: list[dict[str, float]] = []
     gc.freeze()  # the conversation, as in the benchmark's cells
-    # what each timed read's collection walks: a history of the conversation, read once
-    history = _history("steps-cold", ctx, "auto")
-    history.messages  # noqa: B018 - the cold read
+    history: FittedChatMessageHistory | None = None
     try:
+        # what each timed read's collection walks: a history of the conversation, read once
+        history = _history("steps-cold", ctx, "auto")
+        history.messages  # noqa: B018 - the cold read
         for message in ctx.new[:APPENDS]:  # the benchmark's timed appends
             if message.role != "user":
                 continue
@@ -208,7 +214,8 @@ def cold(size: int, repeats: int = 30) -> list[dict[str, float]]:
     finally:
         gc.unfreeze()
         tokenizer.close()
-        history.close()
+        if history is not None:
+            history.close()
     return rows
 
 
