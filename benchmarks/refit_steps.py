@@ -128,7 +128,9 @@ def run(size: int, strategy: str = "auto", runs: int = 5) -> list[dict[str, floa
                 with _timing(seconds):
                     history.messages  # noqa: B018 - the read after one new message
                 if ctx.new[k].role == "user":
-                    kept = list(history._state.last.messages)
+                    last = history._state.last
+                    assert last is not None  # (a read was just made)
+                    kept = list(last.messages)
                     seconds["yardstick"] = _yardstick(fresh, ctx.new[k], kept)
                     rows.append(seconds)
             history.close()
