@@ -33,6 +33,7 @@ memory.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import statistics
 import sys
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from unittest.mock import patch
 
 from benchmarks._conversation import next_messages
-from benchmarks._harness import APPENDS, WARM_READS, Context, reset_counts
+from benchmarks._harness import APPENDS, WARM_READS, Context, reset_counts, timed
 from benchmarks._ours import _yardstick
 from benchmarks.speed import _context
 
@@ -203,15 +204,11 @@ def cold(size: int, repeats: int = 30) -> list[dict[str, float]]:
                 continue
             row: dict[str, float] = {}
             for step, call in steps.items():
-                call(message)
-                for phase, before in (("warm", _nothing), ("cold", gc.collect)):
-                    samples = []
-                    for _ in range(repeats):
-                        before()
-                        started = time.perf_counter()
-                        call(message)
-                        samples.append(time.perf_counter() - started)
-                    row[f"{step}_{phase}"] = statistics.median(samples)
+                once = functools.partial(call, message)
+                once()
+                row[f"{step}_warm"] = statistics.median(_seconds(once) for _ in range(repeats))
+                # (``timed`` collects first, as before every timed read)
+                row[f"{step}_cold"] = statistics.median(timed(once)[0] for _ in range(repeats))
             rows.append(row)
     finally:
         gc.unfreeze()
@@ -221,8 +218,11 @@ def cold(size: int, repeats: int = 30) -> list[dict[str, float]]:
     return rows
 
 
-def _nothing() -> None:
-    pass
+def _seconds(call: Callable[[], object]) -> float:
+    """How long ``call()`` takes, timed at once (no collection first)."""
+    started = time.perf_counter()
+    call()
+    return time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> int:
