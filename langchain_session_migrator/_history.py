@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import uuid
 from collections.abc import Sequence
+from types import CodeType, FrameType
 from typing import Any, Self
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 
 from langchain_session_migrator._callbacks import ModelWatcher
@@ -29,6 +31,8 @@ __all__ = ["FittedChatMessageHistory"]
 #: :data:`DEFAULT_RESERVE_CAP` tokens) is left for what the chain adds around the history.
 DEFAULT_RESERVE_SHARE = 0.10
 DEFAULT_RESERVE_CAP = 1024
+#: The built-in strategies that rank cut turns against a question.
+QUERY_STRATEGIES = frozenset({"recall", "auto"})
 #: A learned overhead is rounded up to a multiple of this, so similar calls fit alike (and the
 #: next input may be a little longer than the last).
 OVERHEAD_STEP = 64
@@ -47,6 +51,9 @@ class _SessionState:
         self.full: tuple[int, str | None, list[BaseMessage]] | None = None
         self.logged_target: str | None = None
         self.logged_loaded = False
+        # the question the log (length, last id) was last fitted for: the reads of one call
+        # (before and after its model runs, with nothing added between) fit alike
+        self.question: tuple[tuple[int, str | None], str] | None = None
 
     def to_langchain(self, messages: Sequence[Message]) -> list[BaseMessage]:
         out: list[BaseMessage] = []
@@ -66,6 +73,7 @@ class _SessionState:
         self.full = None
         self.last = None
         self.tracked = None
+        self.question = None
 
 
 class FittedChatMessageHistory(BaseChatMessageHistory):
@@ -94,6 +102,11 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
     (from the store's migration log). With none of them, :attr:`messages` is the whole log.
     A change of model re-fits on the next read (a smaller window compresses, a larger one gives
     back more, up to everything) and is logged in the store's migration log.
+
+    Query-aware recall (``auto``, ``recall``) ranks the cut turns against the question being
+    asked. ``RunnableWithMessageHistory`` reads the history before it adds the call's input, so
+    a read made by its history-loading step uses the call's input (its last human message);
+    any other read uses the latest user message in the history.
 
     ``store`` is a store URL (``"memory://"``, ``"sqlite:///path"``, ``"redis://..."``,
     ``"postgresql://..."``) or store object; ``None`` is the embedded SQLite default under
@@ -253,7 +266,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:
         """The conversation fitted to :attr:`model` (a new list each time)."""
-        return self._read()
+        return self._read(_question_being_loaded(sys._getframe(1)))
 
     @messages.setter
     def messages(self, value: Sequence[BaseMessage]) -> None:
@@ -263,7 +276,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         """:attr:`messages`, with the store and any summarizer called in a worker thread."""
-        return await asyncio.to_thread(self._read)
+        return await asyncio.to_thread(self._read, _question_being_loaded(sys._getframe(1)))
 
     @property
     def full_messages(self) -> list[BaseMessage]:
@@ -291,7 +304,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         """The session store (its ``migrations(session_id)`` lists every model change)."""
         return self._state.fitter.store
 
-    def _read(self) -> list[BaseMessage]:
+    def _read(self, asked: str | None = None) -> list[BaseMessage]:
         window = self.model
         state = self._state
         if window is None:
@@ -302,11 +315,14 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
                 self.watcher.track(self.session_id, log)
                 state.tracked = key
             return messages
-        if not state.fitter.refresh():
+        log = state.fitter.refresh()
+        if not log:
             # nothing to fit; and SessionFitter.fit would try to log a migration for a session
             # the store does not have yet (it raises SessionNotFoundError)
             return []
-        result = state.fitter.fit(window, extra_reserved=self.reserved_tokens(window))
+        result = state.fitter.fit(
+            window, query=self._question(log, asked), extra_reserved=self.reserved_tokens(window)
+        )
         with state.lock:
             state.last = result
             if state.view is None or state.view[0] is not result:
@@ -317,6 +333,25 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
                 if self.watcher is not None:
                     self.watcher.track(self.session_id, result.messages)
             return list(state.view[1])
+
+    def _question(self, log: Sequence[Message], asked: str | None) -> str | None:
+        """What query-aware recall ranks the cut turns against: ``asked`` (the question of the
+        call loading the history, not in the log yet), else the question the same log was last
+        fitted for (``RunnableWithMessageHistory`` reads the history again after the model ran,
+        and both reads must give the same messages), else ``None``: the latest user message in
+        the log. Only for strategies that use a question.
+        """
+        strategy = self._state.fitter.strategy
+        if isinstance(strategy, str) and strategy not in QUERY_STRATEGIES:
+            return None
+        state = self._state
+        key = (len(log), log[-1].id if log else None)
+        with state.lock:
+            if asked is not None:
+                state.question = (key, asked)
+            elif state.question is not None and state.question[0] == key:
+                asked = state.question[1]
+        return asked
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -365,6 +400,51 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             f"FittedChatMessageHistory({self.session_id!r}, "
             f"model={model.name if model else None!r}, store={self.store!r})"
         )
+
+
+#: The code of ``RunnableWithMessageHistory``'s history-loading steps (sync and async), once
+#: looked up; and how many callers up from a read they are looked for.
+_LOADERS: frozenset[CodeType] | None = None
+_LOADER_DEPTH = 2
+
+
+def _question_being_loaded(frame: FrameType | None) -> str | None:
+    """The question of the ``RunnableWithMessageHistory`` call whose history-loading step made
+    this read (``frame``: the reader's caller), else ``None``.
+
+    ``BaseChatMessageHistory.messages`` takes no input, and callbacks do not see a streamed
+    call's input when its history loads, so the input is read where LangChain holds it: the
+    ``value`` of the loading step (``_enter_history`` / ``_aenter_history``), interpreted as
+    that step interprets it (``input_messages_key``, ``_get_input_messages``). The question is
+    the text of its last human message. Anything unexpected gives ``None``, and the read ranks
+    against the latest user message in the history.
+    """
+    global _LOADERS
+    if _LOADERS is None:
+        from langchain_core.runnables.history import RunnableWithMessageHistory
+
+        loader = RunnableWithMessageHistory
+        _LOADERS = frozenset((loader._enter_history.__code__, loader._aenter_history.__code__))
+    for _ in range(_LOADER_DEPTH):
+        if frame is None:
+            return None
+        if frame.f_code in _LOADERS:
+            break
+        frame = frame.f_back
+    else:
+        return None
+    assert frame is not None  # (the loop breaks on a frame)
+    owner: Any = frame.f_locals.get("self")
+    value: Any = frame.f_locals.get("value")
+    try:
+        key = owner.input_messages_key
+        sent = owner._get_input_messages(value[key] if key else value)
+    except Exception:  # an input the chain itself will reject: not ours to report
+        return None
+    for message in reversed(sent):
+        if isinstance(message, HumanMessage):
+            return str(message.text).strip() or None
+    return None
 
 
 def _as_summarizer(
