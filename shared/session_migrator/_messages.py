@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -359,6 +360,43 @@ def messages_from_openai(data: Iterable[Mapping[str, Any]] | Any) -> list[Messag
             f"got {type(data).__name__}"
         )
     return [Message.from_openai(item, index=i) for i, item in enumerate(data)]
+
+
+#: An id :func:`messages_from_openai` derived (position in the list, content digest).
+_DERIVED_ID = re.compile(r"m(\d{6})-([0-9a-f]{16})")
+
+
+def continuing(messages: Sequence[Message], stored: Sequence[str]) -> list[Message]:
+    """``messages`` (from :func:`messages_from_openai`) to append after a session's ``stored``
+    message ids.
+
+    A message without an id of its own got one derived from its position in the list and its
+    content, so that a list sent again is stored once. Here the list is placed in the session:
+
+    - a list that repeats the stored log from its start (the same ids over their overlap: the
+      whole log sent again, perhaps with new messages after it) keeps its ids;
+    - a list whose derived ids name the same contents as the newest stored messages, in order
+      (a batch sent again, e.g. a retry) takes their ids: nothing is appended twice;
+    - any other list continues the session: its derived ids count positions from the stored
+      messages on, so the same words said again later ("continue") are a new message.
+    """
+    overlap = min(len(messages), len(stored))
+    if not stored or all(messages[k].id == stored[k] for k in range(overlap)):
+        return list(messages)
+    derived = [_DERIVED_ID.fullmatch(m.id or "") for m in messages]
+    own = [d if d is not None and int(d.group(1)) == k else None for k, d in enumerate(derived)]
+    tail = stored[len(stored) - len(messages) :] if len(messages) <= len(stored) else []
+    if tail and all(
+        (found := own[k]) is not None
+        and (kept := _DERIVED_ID.fullmatch(tail[k])) is not None
+        and kept.group(2) == found.group(2)
+        for k in range(len(messages))
+    ):
+        return [m.replace(id=tail[k]) for k, m in enumerate(messages)]
+    return [
+        m if d is None else m.replace(id=f"m{len(stored) + k:06d}-{d.group(2)}")
+        for k, (m, d) in enumerate(zip(messages, own, strict=True))
+    ]
 
 
 def messages_to_openai(

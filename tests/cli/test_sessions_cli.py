@@ -298,3 +298,39 @@ def test_entry_point_runs_the_sessions_command(store_url: str) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["count"] == 0
+
+
+def test_turns_imported_one_file_at_a_time_keep_repeated_words(
+    capsys: pytest.CaptureFixture[str], store_url: str, tmp_path: Path
+) -> None:
+    """A file that continues a session is appended after it: the user saying "continue" again
+    is a new message; importing the same file twice in a row stores it once.
+    """
+    turns = [
+        [
+            {"role": "user", "content": "Run the tests."},
+            {"role": "assistant", "content": "3 failed."},
+        ],
+        [
+            {"role": "user", "content": "continue"},
+            {"role": "assistant", "content": "Fixed test_a."},
+        ],
+        [
+            {"role": "user", "content": "continue"},
+            {"role": "assistant", "content": "Fixed test_b."},
+        ],
+    ]
+    s = ("--store", store_url)
+    for k, turn in enumerate(turns):
+        path = tmp_path / f"turn{k}.json"
+        path.write_text(json.dumps(turn))
+        for _ in range(2):  # the second import of the same file adds nothing
+            code, _, _ = run(capsys, "sessions", "import", str(path), "--session-id", "a1", *s)
+            assert code == 0
+    code, out, _ = run(capsys, "sessions", "export", "a1", *s)
+    assert code == 0
+    exported = json.loads(out)
+    stored = exported["messages"] if isinstance(exported, dict) else exported
+    assert [(m["role"], m["content"]) for m in stored] == [
+        (m["role"], m["content"]) for turn in turns for m in turn
+    ]

@@ -259,3 +259,36 @@ def test_as_messages_rejects_dicts_with_a_hint() -> None:
     assert caught.value.index == 1
     session = Session("s", messages=(Message("user", "hi"),))
     assert as_messages(session) is session.messages
+
+
+def _openai(*contents: str) -> list[Message]:
+    return messages_from_openai(
+        [
+            {"role": "user" if k % 2 == 0 else "assistant", "content": c}
+            for k, c in enumerate(contents)
+        ]
+    )
+
+
+def test_continuing_places_a_batch_after_the_stored_messages() -> None:
+    from session_migrator._messages import continuing
+
+    first = _openai("Run the tests.", "3 failed.")
+    stored = [m.id for m in first]
+    # the log sent again, with or without new messages after it: ids kept
+    again = _openai("Run the tests.", "3 failed.", "continue")
+    assert [m.id for m in continuing(again, stored)] == [m.id for m in again]
+    assert continuing([], stored) == []
+    # a batch that continues: positions count on from the stored messages
+    more = continuing(_openai("continue", "Fixed test_a."), stored)
+    assert [m.id[:7] for m in more] == ["m000002", "m000003"]
+    assert len({m.id for m in more} | set(stored)) == 4
+    stored += [m.id for m in more]
+    # the same batch sent again (a retry): the stored ids, so nothing is appended twice
+    assert [m.id for m in continuing(_openai("continue", "Fixed test_a."), stored)] == stored[2:]
+    # the same words later, after other messages: new ids
+    later = continuing(_openai("continue", "Fixed test_b."), stored)
+    assert [m.id[:7] for m in later] == ["m000004", "m000005"]
+    # ids of the caller's own are never changed
+    own = Message("user", "continue", id="client-7")
+    assert continuing([own], stored) == [own]
