@@ -22,7 +22,7 @@ from langchain_session_migrator._summarizer import LangChainSummarizer
 from session_migrator import Budget, Message, ModelWindow, UnknownModelError
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._migrate import MigrationReport, MigrationResult, default_counter
-from session_migrator._strategies import Compressor
+from session_migrator._strategies import Compressor, uses_query
 from session_migrator._summarizers import Summarizer
 
 __all__ = ["FittedChatMessageHistory"]
@@ -31,8 +31,6 @@ __all__ = ["FittedChatMessageHistory"]
 #: :data:`DEFAULT_RESERVE_CAP` tokens) is left for what the chain adds around the history.
 DEFAULT_RESERVE_SHARE = 0.10
 DEFAULT_RESERVE_CAP = 1024
-#: The built-in strategies that rank cut turns against a question.
-QUERY_STRATEGIES = frozenset({"recall", "auto"})
 #: A learned overhead is rounded up to a multiple of this, so similar calls fit alike (and the
 #: next input may be a little longer than the last).
 OVERHEAD_STEP = 64
@@ -266,7 +264,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:
         """The conversation fitted to :attr:`model` (a new list each time)."""
-        return self._read(_question_being_loaded(sys._getframe(1)))
+        return self._read(self._asked(sys._getframe(1)))
 
     @messages.setter
     def messages(self, value: Sequence[BaseMessage]) -> None:
@@ -276,7 +274,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         """:attr:`messages`, with the store and any summarizer called in a worker thread."""
-        return await asyncio.to_thread(self._read, _question_being_loaded(sys._getframe(1)))
+        return await asyncio.to_thread(self._read, self._asked(sys._getframe(1)))
 
     @property
     def full_messages(self) -> list[BaseMessage]:
@@ -334,18 +332,23 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
                     self.watcher.track(self.session_id, result.messages)
             return list(state.view[1])
 
+    def _asked(self, caller: FrameType) -> str | None:
+        """The question of the ``RunnableWithMessageHistory`` call whose history-loading step
+        is ``caller`` (or its caller), for a strategy that uses a question; else ``None``.
+        """
+        if not uses_query(self._state.fitter.strategy):
+            return None
+        return _question_being_loaded(caller)
+
     def _question(self, log: Sequence[Message], asked: str | None) -> str | None:
         """What query-aware recall ranks the cut turns against: ``asked`` (the question of the
         call loading the history, not in the log yet), else the question the same log was last
         fitted for (``RunnableWithMessageHistory`` reads the history again after the model ran,
         and both reads must give the same messages), else ``None``: the latest user message in
-        the log. Only for strategies that use a question.
+        the log.
         """
-        strategy = self._state.fitter.strategy
-        if isinstance(strategy, str) and strategy not in QUERY_STRATEGIES:
-            return None
         state = self._state
-        key = (len(log), log[-1].id if log else None)
+        key = (len(log), log[-1].id)
         with state.lock:
             if asked is not None:
                 state.question = (key, asked)
@@ -403,14 +406,13 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
 
 
 #: The code of ``RunnableWithMessageHistory``'s history-loading steps (sync and async), once
-#: looked up; and how many callers up from a read they are looked for.
+#: looked up.
 _LOADERS: frozenset[CodeType] | None = None
-_LOADER_DEPTH = 2
 
 
-def _question_being_loaded(frame: FrameType | None) -> str | None:
+def _question_being_loaded(frame: FrameType) -> str | None:
     """The question of the ``RunnableWithMessageHistory`` call whose history-loading step made
-    this read (``frame``: the reader's caller), else ``None``.
+    this read (``frame``: the reader's caller; the step is it or its caller), else ``None``.
 
     ``BaseChatMessageHistory.messages`` takes no input, and callbacks do not see a streamed
     call's input when its history loads, so the input is read where LangChain holds it: the
@@ -425,17 +427,11 @@ def _question_being_loaded(frame: FrameType | None) -> str | None:
 
         loader = RunnableWithMessageHistory
         _LOADERS = frozenset((loader._enter_history.__code__, loader._aenter_history.__code__))
-    for _ in range(_LOADER_DEPTH):
-        if frame is None:
-            return None
-        if frame.f_code in _LOADERS:
-            break
-        frame = frame.f_back
-    else:
+    step = frame if frame.f_code in _LOADERS else frame.f_back
+    if step is None or step.f_code not in _LOADERS:
         return None
-    assert frame is not None  # (the loop breaks on a frame)
-    owner: Any = frame.f_locals.get("self")
-    value: Any = frame.f_locals.get("value")
+    owner: Any = step.f_locals.get("self")
+    value: Any = step.f_locals.get("value")
     try:
         key = owner.input_messages_key
         sent = owner._get_input_messages(value[key] if key else value)

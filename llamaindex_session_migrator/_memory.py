@@ -26,7 +26,7 @@ from session_migrator import Message, ModelWindow
 from session_migrator._fit import check_slack
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._migrate import MigrationReport, MigrationResult, default_counter, migrate
-from session_migrator._strategies import Compressor
+from session_migrator._strategies import Compressor, uses_query
 from session_migrator._summarizers import Summarizer
 from session_migrator._tokens import TOKENS_PER_MESSAGE
 from session_migrator.store import BaseSessionStore, open_store
@@ -412,8 +412,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             if self.token_limit < window.max_input_tokens:
                 window = window.with_changes(max_input_tokens=self.token_limit)
             strategy: str | Compressor = private["_strategy"]
-            uses_query = not isinstance(strategy, str) or strategy in ("recall", "auto")
-            query = input if uses_query and input else None
+            query = input if input and uses_query(strategy) else None
             reserve: int | float | None = private["_reserve_input"]
             if reserve is None:
                 reserve = min(

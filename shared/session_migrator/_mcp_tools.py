@@ -21,12 +21,7 @@ from session_migrator._errors import (
     SessionMigratorError,
     SessionNotFoundError,
 )
-from session_migrator._messages import (
-    Message,
-    continuing,
-    messages_from_openai,
-    messages_to_openai,
-)
+from session_migrator._messages import Message, messages_from_openai, messages_to_openai
 
 if TYPE_CHECKING:
     from session_migrator._fitter import SessionFitter
@@ -139,8 +134,6 @@ class SessionTools:
     ) -> dict[str, Any]:
         messages = parse_messages(messages_json)
         with self._lock:
-            stored = self.store._message_ids(session_id)
-            messages = continuing(messages, stored)
             added = self.store.append(session_id, messages, workspace=workspace)
             info = self.store.get_session(session_id)
         return {

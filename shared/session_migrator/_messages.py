@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
@@ -366,11 +366,13 @@ def messages_from_openai(data: Iterable[Mapping[str, Any]] | Any) -> list[Messag
 _DERIVED_ID = re.compile(r"m(\d{6})-([0-9a-f]{16})")
 
 
-def continuing(messages: Sequence[Message], stored: Sequence[str]) -> list[Message]:
-    """``messages`` (from :func:`messages_from_openai`) to append after a session's ``stored``
-    message ids.
+def continuing(
+    messages: Sequence[Message], stored: Callable[[], Sequence[str]]
+) -> Sequence[Message]:
+    """``messages`` placed after a session's stored messages (``stored()``: their ids, read
+    only when some of ``messages`` have ids :func:`messages_from_openai` derived).
 
-    A message without an id of its own got one derived from its position in the list and its
+    A message without an id of its own gets one derived from its position in its list and its
     content, so that a list sent again is stored once. Here the list is placed in the session:
 
     - a list that repeats the stored log from its start (the same ids over their overlap: the
@@ -379,24 +381,35 @@ def continuing(messages: Sequence[Message], stored: Sequence[str]) -> list[Messa
       (a batch sent again, e.g. a retry) takes their ids: nothing is appended twice;
     - any other list continues the session: its derived ids count positions from the stored
       messages on, so the same words said again later ("continue") are a new message.
+
+    Ids the caller gave are never changed.
     """
-    overlap = min(len(messages), len(stored))
-    if not stored or all(messages[k].id == stored[k] for k in range(overlap)):
-        return list(messages)
-    derived = [_DERIVED_ID.fullmatch(m.id or "") for m in messages]
-    own = [d if d is not None and int(d.group(1)) == k else None for k, d in enumerate(derived)]
-    tail = stored[len(stored) - len(messages) :] if len(messages) <= len(stored) else []
-    if tail and all(
-        (found := own[k]) is not None
-        and (kept := _DERIVED_ID.fullmatch(tail[k])) is not None
-        and kept.group(2) == found.group(2)
-        for k in range(len(messages))
-    ):
+    own = [_own_derived(m, k) for k, m in enumerate(messages)]
+    if not any(own):
+        return messages
+    ids = stored()
+    n = len(messages)
+    if not ids or all(messages[k].id == ids[k] for k in range(min(n, len(ids)))):
+        return messages
+    tail = ids[len(ids) - n :] if n <= len(ids) else []
+    if tail and all(d is not None and _digest(tail[k]) == d for k, d in enumerate(own)):
         return [m.replace(id=tail[k]) for k, m in enumerate(messages)]
     return [
-        m if d is None else m.replace(id=f"m{len(stored) + k:06d}-{d.group(2)}")
+        m if d is None else m.replace(id=f"m{len(ids) + k:06d}-{d}")
         for k, (m, d) in enumerate(zip(messages, own, strict=True))
     ]
+
+
+def _digest(message_id: str) -> str | None:
+    """The content digest of an id :func:`messages_from_openai` derived, else ``None``."""
+    found = _DERIVED_ID.fullmatch(message_id)
+    return found.group(2) if found is not None else None
+
+
+def _own_derived(message: Message, k: int) -> str | None:
+    """The content digest of ``message``'s id if it was derived at position ``k``."""
+    found = _DERIVED_ID.fullmatch(message.id)
+    return found.group(2) if found is not None and int(found.group(1)) == k else None
 
 
 def messages_to_openai(

@@ -145,6 +145,11 @@ class AutoStrategy(_Strategy):
 STRATEGIES = ("auto", "trim", "summarize", "recall")
 
 
+def uses_query(strategy: str | Compressor) -> bool:
+    """Whether ``strategy`` ranks the cut turns against a question (a custom compressor may)."""
+    return not isinstance(strategy, str) or strategy in ("recall", "auto")
+
+
 def get_strategy(strategy: str | Compressor, *, summarizer: Summarizer | None = None) -> Compressor:
     """A compressor from a name (``auto``, ``trim``, ``summarize``, ``recall``) or itself."""
     if not isinstance(strategy, str):

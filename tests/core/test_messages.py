@@ -275,20 +275,30 @@ def test_continuing_places_a_batch_after_the_stored_messages() -> None:
 
     first = _openai("Run the tests.", "3 failed.")
     stored = [m.id for m in first]
+
+    def place(messages: list[Message]) -> list[str]:
+        return [m.id for m in continuing(messages, lambda: stored)]
+
     # the log sent again, with or without new messages after it: ids kept
     again = _openai("Run the tests.", "3 failed.", "continue")
-    assert [m.id for m in continuing(again, stored)] == [m.id for m in again]
-    assert continuing([], stored) == []
+    assert place(again) == [m.id for m in again]
+    assert place([]) == []
     # a batch that continues: positions count on from the stored messages
-    more = continuing(_openai("continue", "Fixed test_a."), stored)
-    assert [m.id[:7] for m in more] == ["m000002", "m000003"]
-    assert len({m.id for m in more} | set(stored)) == 4
-    stored += [m.id for m in more]
+    more = place(_openai("continue", "Fixed test_a."))
+    assert [i[:7] for i in more] == ["m000002", "m000003"]
+    assert len(set(more) | set(stored)) == 4
+    stored += more
     # the same batch sent again (a retry): the stored ids, so nothing is appended twice
-    assert [m.id for m in continuing(_openai("continue", "Fixed test_a."), stored)] == stored[2:]
+    assert place(_openai("continue", "Fixed test_a.")) == stored[2:]
     # the same words later, after other messages: new ids
-    later = continuing(_openai("continue", "Fixed test_b."), stored)
-    assert [m.id[:7] for m in later] == ["m000004", "m000005"]
-    # ids of the caller's own are never changed
-    own = Message("user", "continue", id="client-7")
-    assert continuing([own], stored) == [own]
+    assert [i[:7] for i in place(_openai("continue", "Fixed test_b."))] == ["m000004", "m000005"]
+
+
+def test_continuing_leaves_the_callers_ids_and_reads_nothing_for_them() -> None:
+    from session_migrator._messages import continuing
+
+    def unread() -> list[str]:
+        raise AssertionError("the stored ids were read")
+
+    own = [Message("user", "continue", id="client-7"), Message("user", "x", id="m000000-zz")]
+    assert list(continuing(own, unread)) == own

@@ -264,3 +264,25 @@ def test_set_metadata_replaces_and_append_does_not(store: BaseSessionStore) -> N
     }
     with pytest.raises(SessionNotFoundError):
         store.set_metadata("nobody", {})
+
+
+def test_batches_of_openai_messages_continue_the_session(store: BaseSessionStore) -> None:
+    """Appending ``messages_from_openai`` batches one at a time (ids derived from each batch's
+    positions): the same words said again later are stored, a batch sent again is not, and the
+    whole log sent again stores nothing new.
+    """
+    from session_migrator import messages_from_openai
+
+    turns = [
+        [("user", "Run the tests."), ("assistant", "3 failed.")],
+        [("user", "continue"), ("assistant", "Fixed test_a.")],
+        [("user", "continue"), ("assistant", "Fixed test_b.")],
+    ]
+    for turn in turns:
+        batch = messages_from_openai([{"role": r, "content": c} for r, c in turn])
+        assert store.append("s", batch) == 2
+        assert store.append("s", batch) == 0  # a retry
+    log = [(m.role, m.text) for m in store.load("s")]
+    assert log == [pair for turn in turns for pair in turn]
+    whole = messages_from_openai([{"role": r, "content": c} for r, c in log])
+    assert store.append("s", whole) == 0

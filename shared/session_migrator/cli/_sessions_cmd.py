@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator._errors import InvalidMessageError, SessionNotFoundError
-from session_migrator._messages import Message, continuing, messages_from_openai
+from session_migrator._messages import Message, messages_from_openai
 from session_migrator._strategies import STRATEGIES
 from session_migrator.cli._common import CliError, json_text, print_json, table
 from session_migrator.store import BaseSessionStore, SessionInfo, _codec, open_store
@@ -360,8 +360,6 @@ def run_import(args: argparse.Namespace) -> int:
         raise CliError("--session-id is required: the id of the session to append to")
     workspace = args.workspace or fields.get("workspace") or "default"
     with _store(args) as store:
-        if not fields:  # OpenAI messages: ids derived from their place in the file
-            messages = continuing(messages, store._message_ids(session_id))
         added = store.append(
             session_id, messages, workspace=workspace, metadata=fields.get("metadata")
         )

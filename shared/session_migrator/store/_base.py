@@ -19,7 +19,7 @@ from typing import Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from session_migrator._errors import SessionNotFoundError, StoreError
-from session_migrator._messages import Message
+from session_migrator._messages import Message, continuing
 from session_migrator.store import _codec
 from session_migrator.store._async import AsyncMixin
 from session_migrator.store._offload import is_offloaded, offload
@@ -110,21 +110,27 @@ class BaseSessionStore(AsyncMixin, ABC):
         existing session both are left as they are (use :meth:`set_metadata`). The session's
         ``updated_at`` (last activity) moves only when a message is added. A message whose
         id is already in the session is skipped, so appending the same message twice stores it
-        once. The call is atomic: after a crash either all of its new messages are stored or
+        once. Ids that :func:`~session_migrator.messages_from_openai` derived from a message's
+        place in its list are placed in the session (see :func:`~session_migrator._messages.
+        continuing`): the whole log or the same batch sent again is stored once, and a batch
+        that continues the session is appended after it even where its words repeat earlier
+        ones. The call is atomic: after a crash either all of its new messages are stored or
         none. With ``offload_threshold`` set, a large tool output is stored as a preview (see
         :mod:`session_migrator.store._offload`; ``load(full=True)`` gives the original back).
         """
         check_id(session_id, "session_id")
         check_id(workspace, "workspace")
-        records: list[Record] = []
-        seen: set[str] = set()
-        for i, message in enumerate(messages):
+        batch = list(messages)
+        for i, message in enumerate(batch):
             if not isinstance(message, Message):
                 raise StoreError(
                     f"message {i}: expected a session_migrator.Message, got "
                     f"{type(message).__name__}; use messages_from_openai(...) for OpenAI dicts"
                 )
             check_id(message.id, f"message {i} id")
+        records: list[Record] = []
+        seen: set[str] = set()
+        for message in continuing(batch, lambda: self._message_ids(session_id)):
             if message.id in seen:
                 continue
             seen.add(message.id)
