@@ -15,6 +15,7 @@ from session_migrator._fit import (
     Layout,
     build_units,
     fit_recent,
+    grow_recent,
     stable_id,
     truncate_message,
     truncate_text,
@@ -103,7 +104,7 @@ class _Engine:
 
         recalled: list[Message] = []
         recalled_at: list[int] = []
-        recall_room = recalled_cost = 0
+        recall_room = recalled_cost = grew = 0
         if self.recall and any(recent.cut):
             note_room = self._note_reserve(messages, layout, counter)
             recall_room = room - max(
@@ -122,6 +123,20 @@ class _Engine:
                 incremental=len([r for r in recent.cut if r]) == 1 and layout.contiguous,
             )
             room -= recalled_cost
+            if self.summarizer is None:
+                # no summary takes what recall left: the newest turns before the cut do, down
+                # to the newest recalled turn (the note keeps its reserve)
+                grown = grow_recent(
+                    messages,
+                    layout,
+                    recent,
+                    recall_room - recalled_cost,
+                    counter,
+                    recalled_at[-1] if recalled_at else -1,
+                )
+                grew = grown.cost - recent.cost
+                room -= grew
+                recent = grown
 
         # the summary covers the whole cut stretch (recalled turns too), so that its range is
         # contiguous and the next call can extend it with only the newly cut messages
@@ -176,6 +191,7 @@ class _Engine:
                 summary,
                 span,
                 recall_room,
+                grew,
                 query,
                 recalled,
                 recalled_at,

@@ -426,6 +426,43 @@ def fit_recent(
     return _fit_oversized_turn(messages, units, available, counter)
 
 
+def grow_recent(
+    messages: Sequence[Message],
+    layout: Layout,
+    recent: Fitted,
+    room: int,
+    counter: TokenCounter,
+    older_than: int = -1,
+) -> Fitted:
+    """``recent`` with the newest cut turns before it that fit in ``room`` more tokens, none of
+    them reaching back to message ``older_than`` (a position kept elsewhere, e.g. recalled).
+
+    Only a plain cut (the units before ``recent.first_unit``, none cut down) grows.
+    """
+    units = layout.units
+    first = recent.first_unit
+    if room <= 0 or recent.truncated_ids or recent.cut != (range(first),):
+        return recent
+    total = 0
+    best: int | None = None
+    best_total = 0
+    for k in range(first - 1, -1, -1):
+        if units[k].indices[0] <= older_than:
+            break
+        total += layout.unit_cost(units[k], messages, counter)
+        if total > room:
+            break
+        if units[k].starts_turn:
+            best, best_total = k, total
+    if best is None:
+        return recent
+    if layout.contiguous:
+        kept = list(messages[units[best].indices[0] :])
+    else:
+        kept = [messages[i] for u in units[best:] for i in u.indices]
+    return Fitted(kept, best, [], recent.cost + best_total, (range(best),))
+
+
 def _fit_oversized_turn(
     messages: Sequence[Message],
     units: list[Unit],

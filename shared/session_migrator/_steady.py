@@ -41,6 +41,7 @@ class Steady:
     summary: Summary | None
     span: tuple[int, int]
     recall_room: int
+    grown: int  # what the kept turns took of the recall room the first recall left unused
     query: str
     recalled: list[Message]
     recalled_at: list[int]
@@ -84,6 +85,8 @@ def again(
     recalled, recalled_at = held.recalled, held.recalled_at
     recalled_cost = held.recalled_cost
     if engine.recall and (query != held.query or recalled_cost > room):
+        if held.grown and query != held.query:
+            return None  # a new question may need the room the kept turns grew into: cut again
         # imported here: recall brings numpy in, which a fit without it does not need
         from session_migrator._recall import recall_turns
 

@@ -115,6 +115,8 @@ class SummarizeStrategy(_Strategy):
 class RecallStrategy(_Strategy):
     """The newest turns, plus the cut turns most relevant to the query (bm25), plus a note or,
     with a ``summarizer``, a summary of the rest. The query defaults to the newest user message.
+    Without a summarizer, the part of ``recall_share`` the relevant turns do not take goes to
+    more of the newest turns (with one, to the summary).
     """
 
     name = "recall"

@@ -291,8 +291,8 @@ def test_a_fitter_with_slack_keeps_its_cut_and_the_rules(seed: int, strategy: st
         assert same >= len(heads) // 2
 
 
-def test_a_kept_cut_still_recalls_for_each_new_question() -> None:
-    fitter = SessionFitter("q", store="memory://", strategy="auto", reserve_output=0, slack=0.3)
+def _errands() -> list[Message]:
+    """A fact (the locker code) in the first turn, then 40 turns of the same routine."""
     filler = "We went over the release notes and the staging checks in detail again. " * 6
     log = [Message("system", "You help with errands.", id="sys")]
     log += [
@@ -302,6 +302,12 @@ def test_a_kept_cut_still_recalls_for_each_new_question() -> None:
     for k in range(40):
         log += [Message("user", f"Step {k}. {filler}", id=f"u{k}")]
         log += [Message("assistant", f"Done with step {k}. {filler}", id=f"a{k}")]
+    return log
+
+
+def test_a_kept_cut_still_recalls_for_each_new_question() -> None:
+    fitter = SessionFitter("q", store="memory://", strategy="auto", reserve_output=0, slack=0.3)
+    log = _errands()
     fitter.append(log)
     window = ModelWindow("w", "p", 1500, 1500, 0, "o200k_base", "explicit")
     first = fitter.fit(window)
@@ -314,3 +320,35 @@ def test_a_kept_cut_still_recalls_for_each_new_question() -> None:
     assert "fact-u" in second.report.recalled_ids
     assert any("4417" in m.text for m in second.messages)
     _check_fit([*log, Message("user", "What is the locker code?", id="ask")], second, 1500)
+
+
+def test_a_recall_without_summarizer_gives_unmatched_room_to_the_newest_turns() -> None:
+    # no cut turn matches the first question: the room set aside for recall goes to the turns
+    # before the newest ones; the next question, about a cut turn, cuts again and recalls it
+    fitter = SessionFitter("r", store="memory://", strategy="recall", reserve_output=0, slack=0.3)
+    log = _errands()
+    log.append(Message("user", "Any quokka sightings?", id="quokka"))
+    fitter.append(log)
+    window = ModelWindow("w", "p", 1500, 1500, 0, "o200k_base", "explicit")
+    first = fitter.fit(window)
+    assert first.report.decision == "compressed"
+    assert first.report.recalled_ids == []
+    trimmer = SessionFitter("t", store="memory://", strategy="trim", reserve_output=0, slack=0.3)
+    trimmer.append(log)
+    trimmed = [m.id for m in trimmer.fit(window).messages if m.role != "system"]
+    kept = [m.id for m in first.messages if m.role != "system"]
+    assert kept[-len(trimmed) + 2 :] == trimmed[2:], "at most one turn fewer than trim keeps"
+    ask = Message("user", "What is the locker code?", id="ask")
+    fitter.append([ask])
+    second = fitter.fit(window)
+    assert "fact-u" in second.report.recalled_ids
+    assert any("4417" in m.text for m in second.messages)
+    _check_fit([*log, ask], second, 1500)
+    # a question many cut turns match: the recall has the room a fit from scratch gives it
+    broad = Message("user", "What did we go over in the release notes and staging checks?")
+    fitter.append([broad])
+    third = fitter.fit(window)
+    fresh = SessionFitter("f", store="memory://", strategy="recall", reserve_output=0, slack=0.3)
+    fresh.append([*log, ask, broad])
+    assert third.report.recalled_ids == fresh.fit(window).report.recalled_ids
+    assert len(third.report.recalled_ids) >= 4

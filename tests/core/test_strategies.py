@@ -363,6 +363,32 @@ def test_recall_keeps_original_order_among_recalled_turns() -> None:
     assert positions == sorted(positions)
 
 
+@pytest.mark.parametrize("query", ["zebra quokka", "penguin colonies"])
+def test_recall_gives_the_room_it_does_not_use_to_the_newest_turns(query: str) -> None:
+    # few cut turns match: the room set aside for them goes to the turns before the newest ones,
+    # as trim would keep them, down to the newest recalled turn
+    messages = topical_chat()
+    budget = 900
+    recalled = migrate(messages, window(budget), strategy="recall", query=query)
+    trimmed = migrate(messages, window(budget), strategy="trim")
+    report = recalled.report
+    in_budget_and_valid(recalled.messages, budget, O200K)
+    kept = [m.id for m in recalled.messages if m.role != "system"]
+    newest = kept[len(report.recalled_ids) :]
+    trim_kept = [m.id for m in trimmed.messages if m.role != "system"]
+    assert len(newest) >= len(trim_kept) - 2, "at most one turn fewer than trim keeps"
+    assert newest == trim_kept[len(trim_kept) - len(newest) :]
+    largest_turn = max(
+        O200K.count_message(messages[i]) + O200K.count_message(messages[i + 1])
+        for i in range(1, len(messages) - 1, 2)
+    )
+    note = O200K.count_message(recalled.messages[1])
+    assert budget - report.tokens_after < largest_turn + note + 16
+    if query == "penguin colonies":
+        assert report.recalled_ids[:2] == ["u1", "a1"]
+        assert kept.index("a1") < kept.index(newest[0])
+
+
 # -- auto and the registry ---------------------------------------------------------------------
 
 
