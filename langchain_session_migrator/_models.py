@@ -16,6 +16,7 @@ One place answers "what can this model take?", in this order:
    ``"provider:model"`` as ``init_chat_model`` writes it is tried without the provider too).
 
 An unknown model raises :class:`~session_migrator.UnknownModelError`: a window is never guessed.
+A model that reports no name is looked up in ``registry`` by its class name.
 Wrappers are looked through: ``bind_tools``/``bind`` bindings, fallbacks (the primary model) and
 configurable alternatives (the default).
 """
@@ -118,9 +119,18 @@ def window_for(model: Any, *, registry: Mapping[str, ModelWindow] | None = None)
         assert isinstance(profile, Mapping)
         return _from_profile(model, name, max_input, profile.get("max_output_tokens"))
     if name is None:
+        label = type(model).__name__
+        if registry and label in registry:
+            return registry[label]
         raise UnknownModelError(
-            type(model).__name__,
-            (),
+            label,
+            reason=f"{label} reports no model name, so its window cannot be looked up.",
+            remedy=(
+                f"Give it a profile ({label}(..., profile={{'max_input_tokens': N, "
+                "'max_output_tokens': M})), pass a session_migrator.ModelWindow in its place, "
+                f"or map its class name to a window: models={{{label!r}: window}} "
+                "(FitToModelMiddleware, FittedHistoryFactory)."
+            ),
         )
     return _by_name(name, registry)
 
@@ -130,14 +140,19 @@ def _by_name(name: str, registry: Mapping[str, ModelWindow] | None) -> ModelWind
         return registry[name]
     try:
         return lookup_model(name)
-    except UnknownModelError:
+    except UnknownModelError as exc:
         provider, colon, rest = name.partition(":")
         if colon and rest and "/" not in provider and not name.startswith("ft:"):
             try:
                 return lookup_model(rest)
             except UnknownModelError:
                 pass
-        raise
+        raise exc.with_remedy(
+            "Give the chat model a profile (profile={'max_input_tokens': N, "
+            "'max_output_tokens': M}), pass a session_migrator.ModelWindow where you name the "
+            "model (or in models={name: window}), or register the name once with "
+            f"session_migrator.register_model({name!r}, context_window=N, max_output_tokens=M)."
+        ) from None
 
 
 def _provider_of(model: Any) -> str:

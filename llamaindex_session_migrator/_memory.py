@@ -158,7 +158,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
       ``summarize``, ``recall``, ``auto``): a log that fits is returned whole; else the system
       messages, a summary or note of what was cut, (for recall) the older turns relevant to
       ``input`` or the latest user message, and the newest turns. Tool calls stay paired;
-      ``token_limit``, when given, caps the history further;
+      ``token_limit``, when given, caps the history at ``token_limit - initial_token_count``
+      tokens, as ``ChatMemoryBuffer`` does (or lower, where the model's budget is);
     - the model is, first hit wins: ``set_model(...)``; else the newest of (a) the LLM given to
       ``from_defaults(llm=...)``, or ``Settings.llm`` when none was given, whose ``metadata`` is
       re-read on every ``get``, and (b) the model the last chat call carrying this history
@@ -259,7 +260,9 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         10% of the window, at most 1,024 tokens. ``ContextChatEngine`` and
         ``CondensePlusContextChatEngine`` need the retrieved context plus about 700 tokens (their
         response synthesizer keeps 500 tokens of padding besides its templates).
-        ``token_limit`` caps the history's tokens below the model's budget. ``slack``
+        ``token_limit`` caps the history as ``ChatMemoryBuffer``'s does: at most
+        ``token_limit`` less ``initial_token_count`` tokens (the model's budget, less its
+        reserves, may be lower still). ``slack``
         (default 5%) is the share of the room a cut leaves free so that the next turns fit
         without cutting again: the head of the history (system messages, summary) stays the same
         from call to call, which keeps a provider's prompt cache warm; ``0`` cuts afresh at every
@@ -409,8 +412,13 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         with private["_lock"]:
             tracker: ModelTracker = private["_tracker"]
             window, source = tracker.resolve()
-            if self.token_limit < window.max_input_tokens:
-                window = window.with_changes(max_input_tokens=self.token_limit)
+            # token_limit caps the history as ChatMemoryBuffer's does: at most token_limit less
+            # initial_token_count (the model's own budget, with its reserves, may be smaller)
+            cap = (
+                self.token_limit - max(0, initial_token_count)
+                if self.token_limit != _NO_CAP
+                else None
+            )
             strategy: str | Compressor = private["_strategy"]
             query = input if input and uses_query(strategy) else None
             reserve: int | float | None = private["_reserve_input"]
@@ -423,7 +431,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             extra = max(0, initial_token_count) + reserve
             fitter = self._get_fitter()
             if fitter.refresh():
-                result = fitter.fit(window, query=query, extra_reserved=extra)
+                result = fitter.fit(window, query=query, extra_reserved=extra, budget_cap=cap)
             else:
                 # nothing stored yet: there is no session to log a migration against
                 result = migrate(

@@ -99,5 +99,13 @@ def window_for(model: ModelLike) -> ModelWindow:
     if isinstance(model, ModelWindow):
         return model
     if isinstance(model, str):
-        return resolve_target(model)
+        try:
+            return resolve_target(model)
+        except UnknownModelError as exc:
+            raise exc.with_remedy(
+                "Pass the LLM itself (its metadata.context_window is read) or a "
+                "session_migrator.ModelWindow instead of the name, or register the name once "
+                f"with session_migrator.register_model({model!r}, context_window=N, "
+                "max_output_tokens=M)."
+            ) from None
     return window_from_metadata(model.metadata)

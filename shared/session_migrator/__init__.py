@@ -25,6 +25,7 @@ from session_migrator._errors import (
     UnknownModelError,
 )
 from session_migrator._fitter import SessionFitter
+from session_migrator._live import is_stale as models_cache_is_stale
 from session_migrator._live import refresh as refresh_models
 from session_migrator._messages import (
     ContentPart,
@@ -120,6 +121,7 @@ __all__ = [
     "messages_from_openai",
     "messages_to_openai",
     "migrate",
+    "models_cache_is_stale",
     "normalize_model_name",
     "open_store",
     "plan",

@@ -53,24 +53,48 @@ class InvalidMessageError(SessionMigratorError, ValueError):
 
 
 class UnknownModelError(SessionMigratorError, LookupError):
-    """No context window is known for ``model``. ``suggestions`` holds close known names."""
+    """No context window is known for ``model``. ``suggestions`` holds close known names;
+    ``remedy`` says how to describe the model where it was named (each entry point gives its
+    own: the Python API, the CLI, the MCP server, the adapters); ``reason`` replaces the first
+    sentence (e.g. for a model object that reports no name).
+    """
 
-    def __init__(self, model: str, suggestions: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        model: str,
+        suggestions: Sequence[str] = (),
+        remedy: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         self.model = model
         self.suggestions = tuple(suggestions)
+        self.remedy = remedy if remedy is not None else python_remedy(model)
+        self.reason = (
+            reason
+            if reason is not None
+            else f"Unknown model {model!r}: no context window is known for it."
+        )
         hint = (
             f" Did you mean {', '.join(repr(s) for s in self.suggestions)}?" if suggestions else ""
         )
-        super().__init__(
-            f"Unknown model {model!r}: no context window is known for it.{hint} "
-            "Pass the window explicitly (context_window=...), register it with "
-            f"session_migrator.register_model({model!r}, context_window=..., "
-            "max_output_tokens=...), "
-            "or add it to the JSON/TOML file named by SESSION_MIGRATOR_MODELS."
-        )
+        super().__init__(f"{self.reason}{hint} {self.remedy}")
 
-    def __reduce__(self) -> tuple[type[UnknownModelError], tuple[str, tuple[str, ...]]]:
-        return (type(self), (self.model, self.suggestions))
+    def with_remedy(self, remedy: str) -> UnknownModelError:
+        """The same error with the remedy of the entry point that raises it."""
+        return type(self)(self.model, self.suggestions, remedy, self.reason)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.model, self.suggestions, self.remedy, self.reason))
+
+
+def python_remedy(model: str) -> str:
+    """How a caller of the Python API describes a model the table does not know."""
+    return (
+        f"Describe it where you name it, e.g. lookup_model({model!r}, context_window=N) or a "
+        "session_migrator.ModelWindow in place of the name; register it once with "
+        f"session_migrator.register_model({model!r}, context_window=N, max_output_tokens=M); "
+        "or add it to the JSON/TOML file named by SESSION_MIGRATOR_MODELS."
+    )
 
 
 class BudgetError(SessionMigratorError, ValueError):

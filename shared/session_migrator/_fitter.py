@@ -55,6 +55,7 @@ class _Key:
     extra_reserved: int
     query: str | None
     counter: str
+    budget_cap: int | None
 
 
 class SessionFitter:
@@ -182,8 +183,13 @@ class SessionFitter:
         query: str | None = None,
         extra_reserved: int = 0,
         counter: TokenCounter | None = None,
+        budget_cap: int | None = None,
     ) -> MigrationResult:
-        """The conversation fitted to ``target`` (cached until the log or the target changes)."""
+        """The conversation fitted to ``target`` (cached until the log or the target changes).
+
+        ``extra_reserved`` tokens are held back from the target's budget (e.g. for a retrieved
+        context); ``budget_cap`` caps the budget (e.g. a framework's own history limit).
+        """
         window = resolve_target(target)
         with self._lock:
             messages = self.refresh()
@@ -198,6 +204,7 @@ class SessionFitter:
                 extra_reserved,
                 query,
                 counter.name,
+                budget_cap,
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -215,6 +222,7 @@ class SessionFitter:
                 extra_reserved=extra_reserved,
                 source_model=self._previous_target(),
                 ledger=ledger,
+                budget_cap=budget_cap,
             )
             self._persist_counts(messages, counter)
             if result.summary is not None:

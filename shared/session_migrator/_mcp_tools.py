@@ -20,6 +20,7 @@ from session_migrator._errors import (
     InvalidMessageError,
     SessionMigratorError,
     SessionNotFoundError,
+    UnknownModelError,
 )
 from session_migrator._messages import Message, messages_from_openai, messages_to_openai
 
@@ -34,6 +35,14 @@ __all__ = ["ArgumentError", "MessagesArg", "SessionTools", "Strategy", "parse_me
 Strategy = Literal["auto", "trim", "summarize", "recall"]
 #: ``messages_json`` as a JSON string, or already parsed (a list, or ``{"messages": [...]}``).
 MessagesArg = str | list[Any] | dict[str, Any]
+
+
+#: What the tools say to do about a model the table does not know.
+UNKNOWN_MODEL_REMEDY = (
+    "migrate_session, session_context and session_usage take context_window (its window in "
+    "tokens) for a model not in the table; or add it to the JSON/TOML file named by "
+    "SESSION_MIGRATOR_MODELS where this server runs."
+)
 
 
 class ArgumentError(SessionMigratorError, ValueError):
@@ -173,10 +182,12 @@ class SessionTools:
             result = fitter.fit(window, query=query)
         return {"session_id": session_id, **_result_dict(result)}
 
-    def session_usage(self, session_id: str, model: str) -> dict[str, Any]:
+    def session_usage(
+        self, session_id: str, model: str, context_window: int | None = None
+    ) -> dict[str, Any]:
         from session_migrator.store import usage
 
-        window = _lookup(model)
+        window = _lookup(model, context_window)
         with self._lock:
             self._require(session_id)
             return usage(self.store, session_id, window).to_dict()
@@ -226,6 +237,8 @@ def _lookup(model: str, context_window: int | None = None) -> ModelWindow:
         raise ArgumentError(f"context_window must be positive, got {context_window}")
     try:
         return lookup_model(model, context_window=context_window)
+    except UnknownModelError as exc:
+        raise exc.with_remedy(UNKNOWN_MODEL_REMEDY) from None
     except ValueError as exc:
         if isinstance(exc, SessionMigratorError):
             raise

@@ -103,10 +103,15 @@ def _plan(
     tokens: int,
     reserve_output: int | None,
     extra_reserved: int,
+    budget_cap: int | None = None,
 ) -> Plan:
     exact = counter.exact
     budget = Budget.for_window(
-        window, exact=exact, reserve_output=reserve_output, extra_reserved=extra_reserved
+        window,
+        exact=exact,
+        reserve_output=reserve_output,
+        extra_reserved=extra_reserved,
+        cap=budget_cap,
     )
     return Plan(window, budget, tokens, exact, counter.name)
 
@@ -240,9 +245,10 @@ def _migrate(
     extra_reserved: int,
     source_model: str | None,
     ledger: Ledger | None = None,
+    budget_cap: int | None = None,
 ) -> MigrationResult:
     """:func:`migrate`; with ``ledger`` (whose messages these are, counted by ``counter``),
-    the session is not counted or split into units again.
+    the session is not counted or split into units again; ``budget_cap`` caps the budget.
     """
     started = time.perf_counter()
     window = resolve_target(target)
@@ -261,12 +267,13 @@ def _migrate(
             exact=counter.exact,
             reserve_output=reserve_output,
             extra_reserved=extra_reserved,
+            cap=budget_cap,
         ).tokens
         costs, counted_from, tokens = _count_newest(messages, counter, limit)
     else:
         costs = count_all(counter, messages)
         tokens = REPLY_PRIMING + sum(costs)
-    decision = _plan(window, counter, tokens, reserve_output, extra_reserved)
+    decision = _plan(window, counter, tokens, reserve_output, extra_reserved, budget_cap)
     report = MigrationReport(
         target=window.name,
         decision="fits",

@@ -57,7 +57,8 @@ class Budget:
     """The input token budget for one target model.
 
     ``tokens = min(max_input_tokens, context_window - reserved_output) - safety_margin``; the
-    margin is non-zero only when counts are estimates.
+    margin is non-zero only when counts are estimates. A ``cap`` (e.g. a framework's own limit
+    on the history's tokens) lowers ``tokens`` to at most itself.
     """
 
     tokens: int
@@ -76,23 +77,25 @@ class Budget:
         safety_margin: float = DEFAULT_SAFETY_MARGIN,
         output_fraction: float = DEFAULT_OUTPUT_FRACTION,
         extra_reserved: int = 0,
+        cap: int | None = None,
     ) -> Budget:
         """The budget for ``window``.
 
         ``reserve_output`` defaults to the model's max output capped at ``output_fraction`` of
         the window. ``extra_reserved`` (e.g. tokens a framework adds: a retrieved context, a
-        tool schema) is taken off as well.
+        tool schema) is taken off as well. ``cap``: the budget is at most this many tokens.
         """
         if reserve_output is None:
-            cap = int(window.context_window * output_fraction)
-            out = window.max_output_tokens if window.max_output_tokens is not None else cap
-            reserve_output = min(out, cap)
+            most = int(window.context_window * output_fraction)
+            out = window.max_output_tokens if window.max_output_tokens is not None else most
+            reserve_output = min(out, most)
         if reserve_output < 0:
             raise ValueError("reserve_output must not be negative")
         raw = min(window.max_input_tokens, window.context_window - reserve_output) - extra_reserved
         margin = 0 if exact else int(raw * safety_margin)
+        tokens = max(0, raw - margin)
         return cls(
-            tokens=max(0, raw - margin),
+            tokens=min(tokens, max(0, cap)) if cap is not None else tokens,
             context_window=window.context_window,
             max_input_tokens=window.max_input_tokens,
             reserved_output=reserve_output,

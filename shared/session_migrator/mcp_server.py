@@ -14,10 +14,10 @@ says what to fix, and the server keeps serving):
   dropped) and the messages to send, in OpenAI chat format (without ids or library markers);
 - ``session_append(session_id, messages_json, workspace?)``, ``session_context(session_id, model,
   strategy?, query?, reserve_output_tokens?, context_window?)``, ``session_usage(session_id,
-  model)``, ``session_list(workspace?)``: the session store (``--store URL``, default the
-  embedded SQLite file under ``SESSION_MIGRATOR_HOME``). ``session_context`` goes through
-  :class:`~session_migrator._fitter.SessionFitter`: cached counts, the rolling summary and the
-  migration log are kept in the store.
+  model, context_window?)``, ``session_list(workspace?)``: the session store (``--store URL``,
+  default the embedded SQLite file under ``SESSION_MIGRATOR_HOME``). ``session_context`` goes
+  through :class:`~session_migrator._fitter.SessionFitter`: cached counts, the rolling summary
+  and the migration log are kept in the store.
 
 ``context_window`` describes a model the table does not know (or overrides the known window).
 
@@ -245,10 +245,12 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
         )
 
     @tool(read_only)
-    def session_usage(session_id: SessionId, model: Model) -> dict[str, Any]:
+    def session_usage(
+        session_id: SessionId, model: Model, context_window: Window = None
+    ) -> dict[str, Any]:
         """How much of a model's input budget a stored session takes: tokens, budget, share,
         whether it fits, and whether the count is exact."""
-        return call(tools.session_usage, session_id, model)
+        return call(tools.session_usage, session_id, model, context_window)
 
     @tool(read_only)
     def session_list(

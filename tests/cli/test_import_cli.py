@@ -200,7 +200,9 @@ def test_user_mistakes_end_with_one_line(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Unknown model 'no-such-model-x'" in err
+    assert "Pass --context-window N" in err
     assert "Traceback" not in err
+    assert main([*argv, "--context-window", "8000"]) == 0
 
 
 def test_progress_bar() -> None:

@@ -128,6 +128,45 @@ def test_window_unknown_model_is_one_line_with_suggestions(
     assert "'gpt-4o-mini'" in lines[0]
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["window", "acme-llm"],
+        ["count", "{file}", "--model", "acme-llm"],
+        ["migrate", "{file}", "--to", "acme-llm"],
+        ["sessions", "show", "s1", "--model", "acme-llm", "--store", "memory://"],
+    ],
+    ids=["window", "count", "migrate", "sessions"],
+)
+def test_an_unknown_model_error_names_the_option_that_describes_it(
+    argv: list[str], conversation: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a.replace("{file}", str(conversation)) for a in argv]
+    if argv[0] == "sessions":  # a stored session to show
+        argv[-1] = f"sqlite:///{conversation.parent / 's.db'}"
+        imported = ["sessions", "import", str(conversation), "--session-id", "s1"]
+        assert main([*imported, "--store", argv[-1]]) == 0
+        capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Unknown model 'acme-llm'")
+    assert "Pass --context-window N" in err
+    assert "context_window=" not in err  # not a CLI option
+    assert "register_model" not in err
+    # following the advice works
+    assert main([*argv, "--context-window", "8000"]) == 0
+    out = capsys.readouterr().out
+    assert "acme-llm" in out or argv[0] == "migrate"
+
+
+def test_context_window_must_be_positive(
+    conversation: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["count", str(conversation), "--model", "acme-llm", "--context-window", "0"])
+    assert "--context-window: must be 1 or more" in capsys.readouterr().err
+
+
 def test_count_human(conversation: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["count", str(conversation), "--model", "openai/gpt-4o"]) == 0
     out = capsys.readouterr().out

@@ -334,3 +334,23 @@ def test_turns_imported_one_file_at_a_time_keep_repeated_words(
     assert [(m["role"], m["content"]) for m in stored] == [
         (m["role"], m["content"]) for turn in turns for m in turn
     ]
+
+
+def test_import_into_another_workspace_is_refused_not_ignored(
+    capsys: pytest.CaptureFixture[str], store_url: str, conversation_file: Path
+) -> None:
+    s = ("--store", store_url)
+    imported = ("sessions", "import", str(conversation_file), "--session-id", "w1")
+    assert run(capsys, *imported, "--workspace", "team-a", *s)[0] == 0
+    code, out, err = run(capsys, *imported, "--workspace", "team-b", *s)
+    assert code == 2
+    assert out == ""
+    assert "session 'w1' is in workspace 'team-a', not 'team-b'" in err
+    assert "leave it out to append" in err
+    # the same workspace, or none, appends (here: nothing new)
+    assert run(capsys, *imported, "--workspace", "team-a", *s)[0] == 0
+    assert run(capsys, *imported, *s)[0] == 0
+    code, out, _ = run(capsys, "sessions", "list", "--all", "--json", *s)
+    listed = json.loads(out)
+    sessions = listed["sessions"] if isinstance(listed, dict) else listed
+    assert [(x["id"], x["workspace"]) for x in sessions] == [("w1", "team-a")]

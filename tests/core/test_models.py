@@ -190,6 +190,22 @@ def test_misspelt_name_raises_with_suggestion() -> None:
     assert info.value.model == "gpt-4o-mnii"
     assert "gpt-4o-mini" in info.value.suggestions
     assert "register_model" in str(info.value)
+    # the advice works as written: lookup_model with the window, or a ModelWindow in its place
+    assert "lookup_model('gpt-4o-mnii', context_window=N)" in str(info.value)
+    assert lookup_model("gpt-4o-mnii", context_window=9_000).context_window == 9_000
+
+
+def test_an_entry_point_gives_its_own_remedy_and_pickling_keeps_it() -> None:
+    import pickle
+
+    with pytest.raises(UnknownModelError) as info:
+        lookup_model("acme-llm")
+    cli = info.value.with_remedy("Pass --context-window N.")
+    assert str(cli) == "Unknown model 'acme-llm': no context window is known for it. " + (
+        "Pass --context-window N."
+    )
+    again = pickle.loads(pickle.dumps(cli))
+    assert (str(again), again.model, again.remedy) == (str(cli), "acme-llm", cli.remedy)
 
 
 @pytest.mark.parametrize("name", ["gpt-4o-minix", "claude-opus-4-9", "gpt-6", "my-local-llm"])

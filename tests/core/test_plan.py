@@ -81,6 +81,10 @@ def test_budget_for_window_directly() -> None:
     assert Budget.for_window(w, exact=True) == Budget(900, 1_000, 1_000, 100, 0)
     assert Budget.for_window(w, exact=False).tokens == 900 - 45
     assert Budget.for_window(w, exact=True, reserve_output=5_000).tokens == 0
+    # a cap lowers the budget to itself, after the reserves and margin, and never raises it
+    assert Budget.for_window(w, exact=False, cap=500) == Budget(500, 1_000, 1_000, 100, 45)
+    assert Budget.for_window(w, exact=True, cap=5_000).tokens == 900
+    assert Budget.for_window(w, exact=True, extra_reserved=100, cap=850).tokens == 800
     with pytest.raises(ValueError, match="reserve_output must not be negative"):
         Budget.for_window(w, exact=True, reserve_output=-1)
 

@@ -316,6 +316,10 @@ def test_stale_cache_still_answers_with_a_hint(
     cache_path().write_text(json.dumps({"version": 1, "sources": sources}))
     assert is_stale()
     assert not is_stale(timedelta(days=30))
+    from session_migrator import models_cache_is_stale  # the public name
+
+    assert models_cache_is_stale()
+    assert not models_cache_is_stale(ttl=timedelta(days=30))
     hint = stale_hint()
     assert hint is not None
     assert "10 days old" in hint

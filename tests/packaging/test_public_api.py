@@ -18,6 +18,7 @@ PUBLIC = {
         "TokenCounter", "ToolCall", "TrimStrategy", "UnknownModelError", "__version__",
         "calibrate", "chat_rule_violations", "counter_for", "known_models", "load_overrides",
         "lookup_model", "messages_from_openai", "messages_to_openai", "migrate",
+        "models_cache_is_stale",
         "normalize_model_name", "open_store", "plan", "recalibrate_from_exact", "refresh_models",
         "register_model", "reset_calibration", "unregister_model",
     ],

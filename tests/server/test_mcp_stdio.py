@@ -247,6 +247,36 @@ async def test_store_backed_session_tools(connect: Connect, tmp_path: Path) -> N
         assert _ok(await session.call_tool("session_list", {"workspace": "team"}))["count"] == 1
 
 
+async def test_an_unknown_model_error_names_the_argument_that_describes_it(
+    connect: Connect, tmp_path: Path
+) -> None:
+    messages = json.dumps(_conversation(2))
+    async with connect("--store", f"sqlite:///{tmp_path / 'mcp.db'}") as session:
+        _ok(
+            await session.call_tool(
+                "session_append", {"session_id": "s", "messages_json": messages}
+            )
+        )
+        calls = {
+            "migrate_session": {"messages_json": messages, "target_model": "acme-llm"},
+            "session_context": {"session_id": "s", "model": "acme-llm"},
+            "session_usage": {"session_id": "s", "model": "acme-llm"},
+        }
+        errors = [_error(await session.call_tool(tool, args)) for tool, args in calls.items()]
+        described = [
+            _ok(await session.call_tool(tool, {**args, "context_window": 8_000}))
+            for tool, args in calls.items()
+        ]
+        window = _error(await session.call_tool("model_context_window", {"model": "acme-llm"}))
+    for message in [*errors, window]:
+        assert "Unknown model 'acme-llm'" in message
+        assert "take context_window" in message
+        assert "register_model" not in message  # not something an MCP client can call
+    assert described[0]["budget"] < 8_000
+    assert described[1]["decision"] == "fits"
+    assert described[2]["budget"] == described[0]["budget"]
+
+
 async def test_imported_session_is_served(connect: Connect, tmp_path: Path) -> None:
     from session_migrator.cli import main
 

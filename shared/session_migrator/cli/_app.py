@@ -12,10 +12,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from session_migrator._errors import SessionMigratorError
+from session_migrator._errors import SessionMigratorError, UnknownModelError
 from session_migrator._version import __version__
 from session_migrator.cli import _import_cmd, _mcp_cmd, _migrate_cmd, _models_cmd, _sessions_cmd
-from session_migrator.cli._common import CliError
+from session_migrator.cli._common import UNKNOWN_MODEL_REMEDY, CliError
 
 _COMMANDS = (_models_cmd, _migrate_cmd, _import_cmd, _mcp_cmd, _sessions_cmd)
 
@@ -44,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except (SessionMigratorError, CliError) as exc:
+        if isinstance(exc, UnknownModelError):
+            exc = exc.with_remedy(UNKNOWN_MODEL_REMEDY)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,42 @@ from session_migrator._messages import Message, messages_from_openai
 
 class CliError(Exception):
     """A user mistake on the command line; printed as one line, exit code 2."""
+
+
+#: What the CLI says to do about a model it does not know (every command that takes a model
+#: takes ``--context-window``).
+UNKNOWN_MODEL_REMEDY = (
+    "Pass --context-window N (its window in tokens), or add it to the JSON/TOML file named by "
+    "SESSION_MIGRATOR_MODELS."
+)
+
+
+def add_window_option(parser: argparse.ArgumentParser, model_option: str) -> None:
+    """``--context-window N``: the window of ``model_option``'s model, for a model the table
+    does not know (or to override the known window).
+    """
+    parser.add_argument(
+        "--context-window",
+        type=whole_number(1),
+        metavar="N",
+        help=f"the {model_option} model's window in tokens (for a model not in the table, or "
+        "instead of the known one)",
+    )
+
+
+def whole_number(least: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number of at least ``least``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be {least} or more")
+        return value
+
+    return parse
 
 
 def json_text(value: Any) -> str:

@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import messages_to_openai
-from session_migrator.cli._common import CliError, json_text, print_json, table
+from session_migrator.cli._common import CliError, add_window_option, json_text, print_json, table
 from session_migrator.importers import FORMATS, ImportResult, find_session_files, import_file
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ def register(sub: Any) -> None:
         dest="model",
         help="also migrate the imported session to MODEL (one file only)",
     )
+    add_window_option(p, "--to")
     p.add_argument("--strategy", choices=_STRATEGIES, default="auto")
     p.add_argument(
         "-o",
@@ -164,11 +165,11 @@ def _migrate_and_write(
     migration = None
     messages = list(result.session.messages)
     if args.model:
-        from session_migrator._migrate import migrate
+        from session_migrator._migrate import migrate, resolve_target
 
         migration = migrate(
             result.session,
-            args.model,
+            resolve_target(args.model, context_window=args.context_window),
             strategy=args.strategy,
             source_model=result.source_model,
         )

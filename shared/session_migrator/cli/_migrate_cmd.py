@@ -9,7 +9,14 @@ from typing import Any
 
 from session_migrator._messages import messages_to_openai
 from session_migrator._strategies import STRATEGIES
-from session_migrator.cli._common import CliError, json_text, print_json, read_messages_file, table
+from session_migrator.cli._common import (
+    CliError,
+    add_window_option,
+    json_text,
+    print_json,
+    read_messages_file,
+    table,
+)
 
 
 def register(sub: Any) -> None:
@@ -34,9 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--query", metavar="TEXT", help="what recall looks for (default: the last user message)"
     )
-    p.add_argument(
-        "--context-window", type=int, metavar="N", help="use this window instead of the known one"
-    )
+    add_window_option(p, "--to")
     p.add_argument(
         "--summarizer",
         choices=("extractive", "openai"),

@@ -1,8 +1,8 @@
 """``models``, ``window`` and ``count``: what is known about model windows, and token counts.
 
     session-migrator models [QUERY] [--provider P] [--limit N] [--json]
-    session-migrator window MODEL [--json]
-    session-migrator count FILE --model MODEL [--json]
+    session-migrator window MODEL [--context-window N] [--json]
+    session-migrator count FILE --model MODEL [--context-window N] [--json]
 
 ``models NAME ...`` runs an action instead of listing when NAME is a key of
 :data:`MODELS_ACTIONS` (``models refresh`` is wired there). Unknown models, unreadable files
@@ -16,10 +16,17 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from session_migrator._models import bundled_note, known_models, lookup_model
+from session_migrator._migrate import resolve_target
+from session_migrator._models import bundled_note, known_models
 from session_migrator._tokens import REPLY_PRIMING, counter_for
 from session_migrator._windows import Budget, ModelWindow
-from session_migrator.cli._common import print_json, read_messages_file, table
+from session_migrator.cli._common import (
+    add_window_option,
+    print_json,
+    read_messages_file,
+    table,
+    whole_number,
+)
 from session_migrator.cli._refresh_cmd import add_refresh_arguments, run_refresh
 
 __all__ = ["MODELS_ACTIONS", "register"]
@@ -50,7 +57,7 @@ def register(sub: Any) -> None:
     )
     models.add_argument("--provider", help="keep one provider (openai, anthropic, google, ...)")
     models.add_argument(
-        "--limit", type=_non_negative, default=0, metavar="N", help="show at most N (0: all)"
+        "--limit", type=whole_number(0), default=0, metavar="N", help="show at most N (0: all)"
     )
     models.add_argument("--json", action="store_true", help="print JSON")
     for add_arguments, _run in MODELS_ACTIONS.values():
@@ -66,6 +73,7 @@ def register(sub: Any) -> None:
         ),
     )
     window.add_argument("model", metavar="MODEL", help="a model name, e.g. openai/gpt-4o")
+    add_window_option(window, "MODEL")
     window.add_argument("--json", action="store_true", help="print JSON")
     window.set_defaults(handler=_window)
 
@@ -79,18 +87,9 @@ def register(sub: Any) -> None:
     )
     count.add_argument("file", metavar="FILE", help="a JSON list of OpenAI-format messages")
     count.add_argument("--model", required=True, metavar="MODEL", help="the target model")
+    add_window_option(count, "--model")
     count.add_argument("--json", action="store_true", help="print JSON")
     count.set_defaults(handler=_count)
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
 
 
 def _window_record(window: ModelWindow) -> dict[str, Any]:
@@ -133,7 +132,7 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _window(args: argparse.Namespace) -> int:
-    window = lookup_model(args.model)
+    window = resolve_target(args.model, context_window=args.context_window)
     counter = counter_for(window.tokenizer, model=window.name)
     budget = Budget.for_window(window, exact=counter.exact)
     record = _window_record(window)
@@ -165,7 +164,7 @@ def _window(args: argparse.Namespace) -> int:
 
 def _count(args: argparse.Namespace) -> int:
     messages = read_messages_file(args.file)
-    window = lookup_model(args.model)
+    window = resolve_target(args.model, context_window=args.context_window)
     counter = counter_for(window.tokenizer, model=window.name)
     total = counter.count(messages)
     budget = Budget.for_window(window, exact=total.exact)

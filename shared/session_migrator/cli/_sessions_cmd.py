@@ -21,7 +21,7 @@ from typing import Any
 from session_migrator._errors import InvalidMessageError, SessionNotFoundError
 from session_migrator._messages import Message, messages_from_openai
 from session_migrator._strategies import STRATEGIES
-from session_migrator.cli._common import CliError, json_text, print_json, table
+from session_migrator.cli._common import CliError, add_window_option, json_text, print_json, table
 from session_migrator.store import BaseSessionStore, SessionInfo, _codec, open_store
 
 NATIVE_KEY = "session_migrator_export"
@@ -56,7 +56,7 @@ def register(sub: Any) -> None:
     a.add_argument("session_id", metavar="ID")
     a.add_argument("--model", metavar="M", help="show the usage of M's window (and fit to it)")
     a.add_argument("--strategy", choices=STRATEGIES, help="show the session fitted to --model")
-    a.add_argument("--context-window", type=int, metavar="N", help="use this window for --model")
+    add_window_option(a, "--model")
     a.add_argument("--full", action="store_true", help="show offloaded tool outputs in full")
     a.add_argument("--tail", type=int, metavar="N", help="only the last N messages")
 
@@ -360,6 +360,13 @@ def run_import(args: argparse.Namespace) -> int:
         raise CliError("--session-id is required: the id of the session to append to")
     workspace = args.workspace or fields.get("workspace") or "default"
     with _store(args) as store:
+        existing = store.get_session(session_id) if args.workspace else None
+        if existing is not None and existing.workspace != args.workspace:
+            raise CliError(
+                f"session {session_id!r} is in workspace {existing.workspace!r}, not "
+                f"{args.workspace!r}: --workspace only places a new session (leave it out to "
+                "append, or choose another --session-id)"
+            )
         added = store.append(
             session_id, messages, workspace=workspace, metadata=fields.get("metadata")
         )

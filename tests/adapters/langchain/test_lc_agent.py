@@ -212,6 +212,24 @@ def test_unknown_models_fail_with_the_fix(kit: Any) -> None:
     assert known.window(mystery).max_input_tokens > 0
 
 
+def test_a_model_without_a_name_is_fitted_by_its_class_name(kit: Any) -> None:
+    from session_migrator import ModelWindow, UnknownModelError
+
+    nameless = kit.RecordingChatModel(messages=script(0), model_name="")
+    agent = create_agent(nameless, [lookup_order], middleware=[FitToModelMiddleware()])
+    with pytest.raises(UnknownModelError, match="RecordingChatModel reports no model name"):
+        agent.invoke({"messages": [HumanMessage("hi")]})
+    # the fix the error names: the class name as a key of models=
+    window = ModelWindow("small", "test", 2_000, 2_000, 200, "o200k_base", "explicit")
+    fit = FitToModelMiddleware(models={"RecordingChatModel": window})
+    nameless = kit.RecordingChatModel(messages=script(0), model_name="")
+    agent = create_agent(nameless, [lookup_order], middleware=[fit])
+    agent.invoke({"messages": [*seed(kit, 24), HumanMessage("Check order 7.")]})
+    assert fit.last_report is not None
+    assert fit.last_report.decision == "compressed"
+    assert fit.last_report.budget < 2_000
+
+
 def test_converted_messages_are_reused_across_calls_but_not_when_changed(kit: Any) -> None:
     from langchain.agents.middleware import ModelRequest
 

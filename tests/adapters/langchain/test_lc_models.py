@@ -41,11 +41,41 @@ def test_a_model_without_profile_is_looked_up_by_name(kit: Any) -> None:
 
 
 def test_unknown_names_raise_with_the_fix(kit: Any) -> None:
-    with pytest.raises(UnknownModelError, match="register_model"):
+    with pytest.raises(UnknownModelError, match="register_model") as info:
         window_for("acme-unknown-model")
+    assert "profile=" in str(info.value)
     llm = kit.RecordingChatModel(messages=iter(["x"]), model_name="acme-unknown-model")
-    with pytest.raises(UnknownModelError):
+    with pytest.raises(UnknownModelError, match="profile="):
         window_for(llm)
+    # each fix it names works
+    window = ModelWindow("acme", "test", 8_000, 8_000, 500, "o200k_base", "explicit")
+    assert window_for(llm, registry={"acme-unknown-model": window}) is window
+    profiled = kit.RecordingChatModel(
+        messages=iter(["x"]),
+        model_name="acme-unknown-model",
+        profile={"max_input_tokens": 8_000, "max_output_tokens": 500},
+    )
+    assert window_for(profiled).max_input_tokens == 8_000
+    from session_migrator import register_model, unregister_model
+
+    register_model("acme-unknown-model", context_window=8_000, max_output_tokens=500)
+    try:
+        assert window_for(llm).context_window == 8_000
+    finally:
+        unregister_model("acme-unknown-model")
+
+
+def test_a_model_without_a_name_is_told_what_works(kit: Any) -> None:
+    nameless = kit.RecordingChatModel(messages=iter(["x"]), model_name="")
+    assert model_name(nameless) is None
+    with pytest.raises(UnknownModelError) as info:
+        window_for(nameless)
+    text = str(info.value)
+    assert text.startswith("RecordingChatModel reports no model name")
+    assert "register_model" not in text  # a name it does not report cannot be registered
+    assert "models={'RecordingChatModel': window}" in text
+    window = ModelWindow("acme", "test", 8_000, 8_000, 500, "o200k_base", "explicit")
+    assert window_for(nameless, registry={"RecordingChatModel": window}) is window
 
 
 def test_wrappers_are_looked_through(kit: Any) -> None:

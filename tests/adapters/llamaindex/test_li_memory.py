@@ -200,9 +200,26 @@ def test_initial_token_count_is_taken_off_the_budget(
 def test_token_limit_caps_the_history(
     make_memory: MemoryFactory, make_llm: Callable[..., Any]
 ) -> None:
-    memory = make_memory(llm=make_llm(context_window=4000), token_limit=500, strategy="trim")
+    memory = make_memory(llm=make_llm(context_window=4000), token_limit=1000, strategy="trim")
     memory.put_messages(_turns(40))
-    assert _tokens(memory.get()) <= 500
+    # as ChatMemoryBuffer's: the history takes up to token_limit less initial_token_count (the
+    # model's own input reserve, 400 here, is not taken off the cap again); it is cut at whole
+    # turns, with a note, and leaves the slack free for the next turns
+    for initial in (0, 300):
+        history = _tokens(memory.get(initial_token_count=initial))
+        assert 0.8 * (1000 - initial) < history <= 1000 - initial
+        assert memory.last_report is not None
+        assert memory.last_report.budget == 1000 - initial
+    # a cap above the model's budget leaves that budget as it is
+    roomy = make_memory("s2", llm=make_llm(context_window=1200), token_limit=100_000)
+    roomy.put_messages(_turns(40))
+    plain = make_memory("s3", llm=make_llm(context_window=1200))
+    plain.put_messages(_turns(40))
+    roomy.get()
+    plain.get()
+    assert roomy.last_report is not None
+    assert plain.last_report is not None
+    assert roomy.last_report.budget == plain.last_report.budget < 1200
 
 
 @pytest.mark.parametrize("strategy", ["trim", "summarize", "recall", "auto"])

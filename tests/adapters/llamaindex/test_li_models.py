@@ -62,5 +62,6 @@ def test_metadata_without_a_window_is_rejected() -> None:
 
 def test_names_are_looked_up_and_unknown_names_raise() -> None:
     assert window_for("openai/gpt-4o-2024-08-06").context_window == 128_000
-    with pytest.raises(UnknownModelError):
+    with pytest.raises(UnknownModelError, match="Pass the LLM itself") as info:
         window_for("no-such-model-xyz")
+    assert "context_window=N" in str(info.value)  # of register_model, which takes it
