@@ -237,9 +237,12 @@ class SessionFitter:
         *,
         query: str | None = None,
         extra_reserved: int = 0,
+        budget_cap: int | None = None,
     ) -> MigrationResult:
         """:meth:`fit` in a worker thread."""
-        return await asyncio.to_thread(self.fit, target, query=query, extra_reserved=extra_reserved)
+        return await asyncio.to_thread(
+            self.fit, target, query=query, extra_reserved=extra_reserved, budget_cap=budget_cap
+        )
 
     # -- store bookkeeping -----------------------------------------------------------------
 

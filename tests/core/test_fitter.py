@@ -228,3 +228,7 @@ async def test_afit_matches_fit(store: object) -> None:
     result = await fitter.afit(window(1_000))
     assert result is fitter.fit(window(1_000))
     assert counter_for("o200k_base").count_messages(result.messages) <= result.report.budget
+    capped = await fitter.afit(window(1_000), budget_cap=400)
+    assert capped is fitter.fit(window(1_000), budget_cap=400)
+    assert capped.report.budget == 400
+    assert counter_for("o200k_base").count_messages(capped.messages) <= 400
