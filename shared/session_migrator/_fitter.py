@@ -118,7 +118,9 @@ class SessionFitter:
     # -- the full log ----------------------------------------------------------------------
 
     def refresh(self) -> list[Message]:
-        """Pick up messages appended since the last read (by anyone); returns the full log."""
+        """Pick up what changed in the store since the last read (by anyone: messages
+        appended, or deleted, erased or purged); returns the full log.
+        """
         from session_migrator.store import MessageNotFoundError
 
         with self._lock:
@@ -128,19 +130,22 @@ class SessionFitter:
                 self._loaded = True
                 self._ledger = None
                 self._persisted = {}
+                return self._messages
+            after = self._messages[-1].id if self._messages else None
+            try:
+                new, count = self.store.load_since(self.session_id, after)
+            except MessageNotFoundError:
+                count = -1  # the newest message held here was deleted
             else:
-                after = self._messages[-1].id if self._messages else None
-                try:
-                    new = self.store.load(self.session_id, after=after)
-                except MessageNotFoundError:
-                    # someone deleted messages under us: start again from the store
-                    self._loaded = False
-                    self._cache = None
-                    return self.refresh()
                 for m in new:
                     if m.id not in self._ids:
                         self._ids.add(m.id)
                         self._messages.append(m)
+            if count != len(self._messages):
+                # someone deleted messages under us: start again from the store
+                self._loaded = False
+                self._cache = None
+                return self.refresh()
             return self._messages
 
     @property

@@ -123,6 +123,26 @@ def test_load_after(store: BaseSessionStore) -> None:
     assert store.load("unknown-session", after="u1") == []
 
 
+def test_load_since_gives_the_count_that_shows_deletions(store: BaseSessionStore) -> None:
+    store.append("s", [_user(i) for i in range(5)])
+    new, count = store.load_since("s", None)
+    assert (_ids(new), count) == (["u0", "u1", "u2", "u3", "u4"], 5)
+    new, count = store.load_since("s", "u2")
+    assert (_ids(new), count) == (["u3", "u4"], 5)
+    assert store.load_since("s", "u4") == ([], 5)
+    # a reader holding u0..u4 sees that one of its older messages went: 3 + 0 new < 5
+    store.delete_messages("s", ["u1", "u3"])
+    assert store.load_since("s", "u4") == ([], 3)
+    store.append("s", [_user(5)])
+    new, count = store.load_since("s", "u4")
+    assert (_ids(new), count) == (["u5"], 4)
+    with pytest.raises(MessageNotFoundError):
+        store.load_since("s", "u1")
+    store.delete_session("s")
+    assert store.load_since("s", "u4") == ([], 0)
+    assert store.load_since("s", None) == ([], 0)
+
+
 def test_empty_append_creates_the_session(store: BaseSessionStore) -> None:
     assert store.append("empty", [], workspace="w", metadata={"user_id": "u"}) == 0
     info = store.get_session("empty")

@@ -296,6 +296,8 @@ async def test_async_twins(make_store: StoreFactory) -> None:
     async with make_store() as store:
         assert await store.aappend("s", iter(_msgs("m", 3)), metadata={"user_id": "u"}) == 3
         assert [m.id for m in await store.aload("s", after="m0")] == ["m1", "m2"]
+        new, count = await store.aload_since("s", "m0")
+        assert ([m.id for m in new], count) == (["m1", "m2"], 3)
         info = await store.aget_session("s")
         assert info is not None
         assert info.message_count == 3

@@ -42,6 +42,11 @@ class AsyncMixin:
     ) -> list[Message]:
         return await asyncio.to_thread(self.load, session_id, after=after, full=full)
 
+    async def aload_since(
+        self: SyncSessionStore, session_id: str, after: str | None
+    ) -> tuple[list[Message], int]:
+        return await asyncio.to_thread(self.load_since, session_id, after)
+
     async def aget_session(self: SyncSessionStore, session_id: str) -> SessionInfo | None:
         return await asyncio.to_thread(self.get_session, session_id)
 

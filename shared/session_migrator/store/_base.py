@@ -162,7 +162,7 @@ class BaseSessionStore(AsyncMixin, ABC):
         original tool outputs in place of offloaded previews.
         """
         check_id(session_id, "session_id")
-        messages = self._load_messages(session_id, after)
+        messages = self._load_counted(session_id, after)[0]
         if full:
             wanted = [m.id for m in messages if is_offloaded(m)]
             if wanted:
@@ -172,6 +172,17 @@ class BaseSessionStore(AsyncMixin, ABC):
                     for m in messages
                 ]
         return messages
+
+    def load_since(self, session_id: str, after: str | None) -> tuple[list[Message], int]:
+        """The messages after message ``after`` (every message, for ``None``) and how many
+        messages the session holds, read in one snapshot: a reader that holds the older
+        messages sees a deletion among them by the count (less than it holds plus the new).
+
+        ``([], 0)`` for an unknown session; :class:`MessageNotFoundError` when ``after`` is not
+        in the session.
+        """
+        check_id(session_id, "session_id")
+        return self._load_counted(session_id, after)
 
     def get_offloaded(self, session_id: str, message_id: str) -> str:
         """The full text of an offloaded tool output, exactly as appended.
@@ -357,15 +368,17 @@ class BaseSessionStore(AsyncMixin, ABC):
     ) -> int:
         """Atomically create the session if needed and add the records whose id is new."""
 
-    def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
-        """Stored bodies in order (after ``after``; MessageNotFoundError if it is unknown).
-        A backend implements this, or :meth:`_load_messages` when it keeps messages as objects.
+    def _load_bodies(self, session_id: str, after: str | None) -> tuple[list[str], int]:
+        """Stored bodies in order (after ``after``; MessageNotFoundError if it is unknown) and
+        the session's message count, in one snapshot. A backend implements this, or
+        :meth:`_load_counted` when it keeps messages as objects.
         """
         raise NotImplementedError
 
-    def _load_messages(self, session_id: str, after: str | None) -> list[Message]:
-        """The stored messages in order (after ``after``): the bodies, decoded."""
-        return [_codec.message_from_json(b) for b in self._load_bodies(session_id, after)]
+    def _load_counted(self, session_id: str, after: str | None) -> tuple[list[Message], int]:
+        """The stored messages in order (after ``after``), decoded, and the message count."""
+        bodies, count = self._load_bodies(session_id, after)
+        return [_codec.message_from_json(b) for b in bodies], count
 
     @abstractmethod
     def _message_ids(self, session_id: str) -> list[str]:

@@ -154,13 +154,13 @@ class MemoryStore(BaseSessionStore):
                 session.updated_at = now
             return added
 
-    def _stored(self, session_id: str, after: str | None) -> list[_Stored]:
+    def _stored(self, session_id: str, after: str | None) -> tuple[list[_Stored], int]:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
-                return []
+                return [], 0
             if after is None:
-                return list(session.messages.values())
+                return list(session.messages.values()), len(session.messages)
             if after not in session.messages:
                 raise MessageNotFoundError(session_id, after)
             # ``after`` is usually the newest message or close to it: walk back from the end
@@ -170,10 +170,11 @@ class MemoryStore(BaseSessionStore):
                     break
                 found.append(session.messages[mid])
             found.reverse()
-            return found
+            return found, len(session.messages)
 
-    def _load_messages(self, session_id: str, after: str | None) -> list[Message]:
-        return [s.message() for s in self._stored(session_id, after)]
+    def _load_counted(self, session_id: str, after: str | None) -> tuple[list[Message], int]:
+        stored, count = self._stored(session_id, after)
+        return [s.message() for s in stored], count
 
     def _message_ids(self, session_id: str) -> list[str]:
         with self._lock:

@@ -213,13 +213,13 @@ class PostgresStore(BaseSessionStore):
                 )
         return added
 
-    def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
+    def _load_bodies(self, session_id: str, after: str | None) -> tuple[list[str], int]:
         sid = ik(session_id)
         if after is None:
             rows = self._read(
                 "SELECT body FROM sm_messages WHERE session_id = %s ORDER BY seq", (sid,)
             )
-            return [r[0] for r in rows]
+            return [r[0] for r in rows], len(rows)
         with self._tx() as conn:
             found = conn.execute(
                 "SELECT seq FROM sm_messages WHERE session_id = %s AND id = %s", (sid, ik(after))
@@ -227,12 +227,15 @@ class PostgresStore(BaseSessionStore):
             if found is None:
                 if conn.execute("SELECT 1 FROM sm_sessions WHERE id = %s", (sid,)).fetchone():
                     raise MessageNotFoundError(session_id, after)
-                return []
+                return [], 0
+            # one statement, so one snapshot, for the new bodies and the count (a session with
+            # nothing new gives one row with no body)
             rows = conn.execute(
-                "SELECT body FROM sm_messages WHERE session_id = %s AND seq > %s ORDER BY seq",
-                (sid, found[0]),
+                "SELECT s.message_count, m.body FROM sm_sessions s LEFT JOIN sm_messages m "
+                "ON m.session_id = s.id AND m.seq > %s WHERE s.id = %s ORDER BY m.seq",
+                (found[0], sid),
             ).fetchall()
-        return [r[0] for r in rows]
+        return [r[1] for r in rows if r[1] is not None], int(rows[0][0]) if rows else 0
 
     def _message_ids(self, session_id: str) -> list[str]:
         rows = self._read(

@@ -165,17 +165,17 @@ class RedisStore(BaseSessionStore):
             self._run(self._append_script, (*keys, self._workspace_key(workspace), user_key), args)
         )
 
-    def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
+    def _load_bodies(self, session_id: str, after: str | None) -> tuple[list[str], int]:
         k = self._keys(session_id)
         args = ["0", ""] if after is None else ["1", ek(after)]
         reply = self._run(self._load_script, (k.meta, k.order, k.bodies), args)
         status = int(reply[0])
         if status == 0:
-            return []
+            return [], 0
         if status == 2:
             assert after is not None
             raise MessageNotFoundError(session_id, after)
-        return [_text(b) for b in reply[1:] if b is not None]
+        return [_text(b) for b in reply[2:] if b is not None], int(reply[1])
 
     def _message_ids(self, session_id: str) -> list[str]:
         return [dk(_text(m)) for m in self._client.zrange(self._keys(session_id).order, 0, -1)]

@@ -51,7 +51,7 @@ return added
 """
 
 #: KEYS meta order bodies; ARGV has-after('0'|'1') after-id.
-#: Returns {0} (no session), {2} (after not found) or {1, body, body, ...}.
+#: Returns {0} (no session), {2} (after not found) or {1, message count, body, body, ...}.
 LOAD = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 local low = '-inf'
@@ -61,7 +61,7 @@ if ARGV[1] == '1' then
   low = '(' .. score
 end
 local ids = redis.call('ZRANGEBYSCORE', KEYS[2], low, '+inf')
-local out = {1}
+local out = {1, redis.call('ZCARD', KEYS[2])}
 for i = 1, #ids, 1000 do
   local chunk = {}
   for j = i, math.min(i + 999, #ids) do chunk[#chunk + 1] = ids[j] end

@@ -204,11 +204,11 @@ class SQLiteStore(BaseSessionStore):
                 )
         return added
 
-    def _load_bodies(self, session_id: str, after: str | None) -> list[str]:
+    def _load_bodies(self, session_id: str, after: str | None) -> tuple[list[str], int]:
         sid = ek(session_id)
         if after is None:
             rows = self._read("SELECT body FROM messages WHERE session_id = ? ORDER BY seq", (sid,))
-            return [r[0] for r in rows]
+            return [r[0] for r in rows], len(rows)
         conn = self._conn()
         conn.execute("BEGIN")  # one snapshot for both reads
         try:
@@ -219,12 +219,15 @@ class SQLiteStore(BaseSessionStore):
                 exists = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone()
                 if exists:
                     raise MessageNotFoundError(session_id, after)
-                return []
+                return [], 0
             rows = conn.execute(
                 "SELECT body FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (sid, found[0]),
             ).fetchall()
-            return [r[0] for r in rows]
+            count = conn.execute(
+                "SELECT message_count FROM sessions WHERE id = ?", (sid,)
+            ).fetchone()
+            return [r[0] for r in rows], int(count[0])
         finally:
             conn.execute("COMMIT")
 

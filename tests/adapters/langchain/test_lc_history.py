@@ -294,3 +294,32 @@ def _round_trip_on(url: str, kit: Any, make_history: Any) -> None:
     assert again.full_messages == history.full_messages
     assert again.model is not None
     assert again.model.name == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", None])
+def test_deletes_by_another_process_are_seen_at_the_next_read(
+    make_history: Any, tmp_path: Path, model: str | None
+) -> None:
+    # an operator deletes a message, then erases the user's sessions, with the CLI on the same
+    # store the running app reads: the app's next read sends none of it
+    from session_migrator.cli import main
+
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    history = make_history("lc", model=model, store=url, metadata={"user_id": "u-42"})
+    history.add_messages(
+        [
+            HumanMessage("my card is 4111 1111 1111 1111", id="secret"),
+            AIMessage("noted", id="a1"),
+            HumanMessage("what's the weather?", id="u2"),
+            AIMessage("sunny", id="a2"),
+        ]
+    )
+    assert len(history.messages) == 4
+    assert main(["sessions", "delete", "lc", "--message", "secret", "--store", url]) == 0
+    assert [m.content for m in history.messages] == ["noted", "what's the weather?", "sunny"]
+    assert [m.content for m in history.full_messages] == ["noted", "what's the weather?", "sunny"]
+    assert main(["sessions", "erase", "--user", "u-42", "--store", url]) == 0
+    assert history.messages == []
+    history.add_messages([HumanMessage("next question", id="u3")])
+    assert [m.content for m in history.messages] == ["next question"]
+    assert [m.id for m in history.store.load("lc")] == ["u3"]

@@ -665,3 +665,28 @@ def test_its_tokenizer_counts_for_the_model_and_loads_no_llamaindex_encoding(
     mine = make_memory("own", tokenizer_fn=lambda t: t.split())
     assert mine.tokenizer_fn("a b c") == ["a", "b", "c"]
     assert llama_index.core.global_tokenizer is None  # counting loaded none either
+
+
+def test_deletes_by_another_process_are_seen_at_the_next_get(tmp_path: Path) -> None:
+    from session_migrator.cli import main
+
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    memory = SessionMigratorMemory.from_defaults(chat_store_key="li", store=url, model="gpt-4o")
+    memory.put_messages(
+        [
+            ChatMessage(role="user", content="my password is hunter2"),
+            ChatMessage(role="assistant", content="ok"),
+            ChatMessage(role="user", content="weather?"),
+            ChatMessage(role="assistant", content="sunny"),
+        ]
+    )
+    assert len(memory.get()) == 4
+    first = memory.store.load("li")[0].id
+    assert main(["sessions", "delete", "li", "--message", first, "--store", url]) == 0
+    assert [m.content for m in memory.get()] == ["ok", "weather?", "sunny"]
+    assert [m.content for m in memory.get_all()] == ["ok", "weather?", "sunny"]
+    assert main(["sessions", "delete", "li", "--store", url]) == 0
+    assert memory.get() == []
+    assert memory.get_all() == []
+    memory.put(ChatMessage(role="user", content="hello again"))
+    assert [m.content for m in memory.get()] == ["hello again"]
