@@ -63,7 +63,14 @@ class _Engine:
         if layout.broken:
             notes.append(broken_note(len(layout.broken)))
         if layout.units_cost <= available:
-            kept = [messages[i] for u in layout.units for i in u.indices]
+            # everything but the broken messages fits; what is sent opens with a user message
+            # all the same (Anthropic and Gemini reject a conversation the model's turn opens)
+            units = layout.units
+            first = next((k for k, u in enumerate(units) if u.starts_turn), 0)
+            if first:
+                before = sum(len(u.indices) for u in units[:first])
+                notes.append(f"left out {before} message(s) before the first user message")
+            kept = [messages[i] for u in units[first:] for i in u.indices]
             return self._result(
                 messages, system, None, [], kept, None, [], system_truncated, fallbacks, notes
             )

@@ -134,6 +134,14 @@ class Ledger:
     def __len__(self) -> int:
         return len(self.messages)
 
+    @property
+    def settled_broken(self) -> list[int]:
+        """The messages broken for good, in order: tool results without their call, and calls
+        whose results did not all come before the next message. Not the newest call while it
+        awaits its results (shared: callers must not change it).
+        """
+        return self._broken
+
     def extend(self, messages: Sequence[Message], costs: Sequence[int] | None = None) -> None:
         """File ``messages`` (the ones after those already in the ledger) into units.
 

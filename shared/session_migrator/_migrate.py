@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from session_migrator._fit import Ledger, build_units
 from session_migrator._messages import Message, Session, as_messages
+from session_migrator._result import broken_note
 from session_migrator._strategies import Compressor, _Strategy, get_strategy, latest_user_text
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import (
@@ -294,8 +295,19 @@ def _migrate(
         _count_before=(lambda: counter.count_messages(messages)) if counted_from else None,
     )
     if decision.fits:
+        broken = _settled_broken(messages, costs, ledger)
+        if not broken:
+            report.seconds = time.perf_counter() - started
+            return MigrationResult(list(messages), report)
+        # it fits, but a model would reject the broken tool pairs: they are left out
+        left_out = set(broken)
+        kept = [m for i, m in enumerate(messages) if i not in left_out]
+        report.tokens_after = counter.count_messages(kept)
+        report.messages_after = len(kept)
+        report.dropped_ids = [messages[i].id for i in broken]
+        report.notes = [broken_note(len(broken))]
         report.seconds = time.perf_counter() - started
-        return MigrationResult(list(messages), report)
+        return MigrationResult(kept, report)
     query = query if query is not None else latest_user_text(messages)
     extra: dict[str, Any] = {}
     if isinstance(compressor, _Strategy):
@@ -327,6 +339,19 @@ def _migrate(
     report.notes = list(result.notes)
     report.seconds = time.perf_counter() - started
     return MigrationResult(list(result.messages), report, result.summary)
+
+
+def _settled_broken(
+    messages: Sequence[Message], costs: list[int] | None, ledger: Ledger | None
+) -> list[int]:
+    """The positions of the messages broken for good (see ``Ledger.settled_broken``)."""
+    if ledger is not None:
+        return ledger.settled_broken
+    if not any(m.role == "tool" or m.tool_calls for m in messages):
+        return []
+    pairs = Ledger(lambda m: 0)
+    pairs.extend(messages, costs if costs is not None else [0] * len(messages))
+    return pairs.settled_broken
 
 
 def _count_newest(

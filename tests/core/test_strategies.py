@@ -167,6 +167,59 @@ def test_orphan_and_unanswered_tool_messages_are_left_out_and_reported() -> None
     assert chat_rule_violations(result.messages) == []
 
 
+def test_a_conversation_that_fits_is_sent_without_its_broken_tool_pairs() -> None:
+    # e.g. an assistant tool call deleted from the store, its result left behind: a model would
+    # reject the result; the newest call, still waiting for its results, stays
+    messages = [
+        Message("user", "hi", id="u0"),
+        Message("tool", "stray result", tool_call_id="nobody", id="orphan"),
+        Message("assistant", "", tool_calls=(ToolCall("c1", "f"),), id="unanswered"),
+        Message("user", "look it up", id="u1"),
+        Message("assistant", "", tool_calls=(ToolCall("c2", "g"), ToolCall("c3", "g")), id="call"),
+        Message("tool", "one of two", tool_call_id="c2", id="r2"),
+    ]
+    for fitted in (
+        migrate(messages, window(10_000)),
+        _fitter_fit(messages, window(10_000)),
+    ):
+        report = fitted.report
+        assert report.decision == "fits"
+        assert [m.id for m in fitted.messages] == ["u0", "u1", "call", "r2"]
+        assert report.dropped_ids == ["orphan", "unanswered"]
+        assert "broken tool pairing" in report.notes[0]
+        assert report.tokens_after == O200K.count_messages(fitted.messages) < report.tokens_before
+        assert report.messages_after == 4
+        assert chat_rule_violations(fitted.messages[:2]) == []
+    whole = [m for m in messages if m.id not in ("orphan", "unanswered")]
+    assert migrate(whole, window(10_000)).messages == whole  # nothing broken: moved as is
+
+
+def _fitter_fit(messages: list[Message], target: ModelWindow) -> object:
+    from session_migrator import SessionFitter
+
+    fitter = SessionFitter(f"f{uuid.uuid4()}", store="memory://", strategy="trim")
+    fitter.append(messages)
+    return fitter.fit(target)
+
+
+def test_a_compressed_result_opens_with_a_user_message_after_the_system_prompt() -> None:
+    messages = [
+        Message("system", "Be brief.", id="sys"),
+        Message("assistant", "Hi! How can I help?", id="greeting"),
+        Message("user", "Find the invoice.", id="u0"),
+        Message("assistant", "", tool_calls=(ToolCall("c1", "search", "{}" + " x" * 600),)),
+        Message("user", "Never mind, what is 2 + 2?", id="u1"),
+        Message("assistant", "4", id="a1"),
+    ]
+    for strategy in ("trim", "summarize", "recall", "auto"):
+        result = migrate(messages, window(400), strategy=strategy)
+        assert result.report.decision == "compressed"
+        assert [m.role for m in result.messages][:2] == ["system", "user"], strategy
+        assert chat_rule_violations(result.messages) == []
+        assert "greeting" in result.report.dropped_ids
+        assert any("before the first user message" in n for n in result.report.notes)
+
+
 # -- summarize ---------------------------------------------------------------------------------
 
 
