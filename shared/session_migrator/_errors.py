@@ -122,17 +122,26 @@ class StoreError(SessionMigratorError, RuntimeError):
 
 
 class SessionNotFoundError(StoreError, LookupError):
-    """No session with ``session_id`` exists in the store."""
+    """No session with ``session_id`` exists in the store. ``remedy`` says how to find the
+    sessions there (each entry point gives its own: the Python API, the CLI, the MCP server).
+    """
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, remedy: str | None = None) -> None:
         self.session_id = session_id
-        super().__init__(
-            f"No session {session_id!r} in this store. List the sessions with "
-            "`session-migrator sessions list` or append messages to create it."
+        self.remedy = (
+            remedy
+            if remedy is not None
+            else "Check the store and the id (store.list_sessions(None) lists the sessions of "
+            "every workspace), or append messages to create it."
         )
+        super().__init__(f"No session {session_id!r} in this store. {self.remedy}")
 
-    def __reduce__(self) -> tuple[type[SessionNotFoundError], tuple[str]]:
-        return (type(self), (self.session_id,))
+    def with_remedy(self, remedy: str) -> SessionNotFoundError:
+        """The same error with the remedy of the entry point that raises it."""
+        return type(self)(self.session_id, remedy)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.session_id, self.remedy))
 
 
 class ConflictError(StoreError):

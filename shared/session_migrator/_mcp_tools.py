@@ -203,7 +203,11 @@ class SessionTools:
 
     def _require(self, session_id: str) -> None:
         if self.store.get_session(session_id) is None:
-            raise SessionNotFoundError(session_id)
+            raise SessionNotFoundError(
+                session_id,
+                "session_list lists the stored sessions (of every workspace without one); "
+                "session_append creates a session.",
+            )
 
 
 # -- helpers -----------------------------------------------------------------------------------

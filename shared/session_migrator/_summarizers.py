@@ -145,6 +145,8 @@ def summary_request(
     return prompt.format(max_tokens=max_tokens), user
 
 
+#: The key sent to a server of your own when none is configured (the SDK needs a string).
+_NO_KEY = "no-key"
 _DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 
 
@@ -154,7 +156,9 @@ class OpenAISummarizer:
 
     Configuration, argument first: ``api_key`` or ``OPENAI_API_KEY``, else ``DEEPSEEK_API_KEY``
     (which also defaults ``base_url`` to DeepSeek's and ``model`` to ``deepseek-chat``);
-    ``base_url`` or ``OPENAI_BASE_URL``. ``timeout`` (seconds) and ``max_retries`` are passed to
+    ``base_url`` or ``OPENAI_BASE_URL`` (a server of your own, such as Ollama or vLLM, needs no
+    key: one that wants a key answers 401, a :class:`~session_migrator.SummarizerError`).
+    ``timeout`` (seconds) and ``max_retries`` are passed to
     the client. Every failure (HTTP error, rate limit, timeout, malformed reply, empty text) is
     raised as :class:`~session_migrator.SummarizerError`.
 
@@ -186,10 +190,13 @@ class OpenAISummarizer:
             default_model = "deepseek-chat"
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         if client is None and key is None:
-            raise SummarizerError(
-                "No API key for the OpenAI summarizer: pass api_key=..., or set OPENAI_API_KEY "
-                "(or DEEPSEEK_API_KEY for DeepSeek)."
-            )
+            if base_url is None:
+                raise SummarizerError(
+                    "No API key for the OpenAI summarizer: pass api_key=... (the CLI: "
+                    "--summarizer-api-key-env VAR), or set OPENAI_API_KEY (or DEEPSEEK_API_KEY "
+                    "for DeepSeek); a server of your own (base_url=...) needs none."
+                )
+            key = _NO_KEY  # a server of one's own (Ollama, vLLM, llama.cpp) takes any key
         self.model = model or default_model
         self.max_input_tokens = max_input_tokens
         self.temperature = temperature

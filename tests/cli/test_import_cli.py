@@ -203,6 +203,12 @@ def test_user_mistakes_end_with_one_line(
     assert "Pass --context-window N" in err
     assert "Traceback" not in err
     assert main([*argv, "--context-window", "8000"]) == 0
+    capsys.readouterr()
+    # fitting options without --to would do nothing: refused
+    plain = ["import", "claude-code", str(CLAUDE_FILE), "--no-store"]
+    for extra in (["--strategy", "trim"], ["--context-window", "8000"]):
+        assert main([*plain, *extra]) == 2
+        assert "add --to" in capsys.readouterr().err
 
 
 def test_progress_bar() -> None:

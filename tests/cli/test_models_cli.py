@@ -95,6 +95,24 @@ def test_models_actions_run_instead_of_a_query(
     assert json.loads(capsys.readouterr().out)[0]["name"].startswith("gpt-4.1")
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--from", "http://127.0.0.1:9"],
+        ["--kind", "vllm"],
+        ["--timeout", "1"],
+        ["--api-key-env", "K"],
+    ],
+)
+def test_refresh_options_without_refresh_are_refused(
+    extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["models", "gpt-4o", *extra]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{extra[0]}: only `models refresh` reads these" in captured.err
+
+
 def test_window_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["window", "gpt-5"]) == 0
     out = capsys.readouterr().out

@@ -247,6 +247,8 @@ def test_user_mistakes_are_one_line_errors(
     assert code == 2
     assert message in err
     assert "Traceback" not in err
+    if "No session" in message:  # the advice names this store, and every workspace
+        assert f"`session-migrator sessions list --all --store {store_url}`" in err
 
 
 def test_bad_store_url_and_bad_files(

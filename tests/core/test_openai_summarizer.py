@@ -303,6 +303,7 @@ def test_openai_base_url_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.parametrize("empty", [None, ""])
 def test_a_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, empty: str | None) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     if empty is not None:
         monkeypatch.setenv("OPENAI_API_KEY", empty)
         monkeypatch.setenv("DEEPSEEK_API_KEY", empty)
@@ -312,3 +313,59 @@ def test_a_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, empty: 
     assert "api_key=" in message
     assert "OPENAI_API_KEY" in message
     assert "DEEPSEEK_API_KEY" in message
+
+
+def test_a_server_of_ones_own_needs_no_key(
+    fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    keyless = OpenAISummarizer(model="qwen2.5", base_url=fake.base_url, max_retries=0)
+    text = keyless.summarize(conversation(2), max_tokens=100, counter=counter_for("o200k_base"))
+    assert text == SUMMARY
+    assert fake.requests[-1]["auth"] == "Bearer no-key"
+
+
+def test_the_cli_configures_the_summarizer_or_says_what_is_missing(
+    fake: FakeOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from session_migrator import messages_to_openai
+    from session_migrator.cli import main
+
+    for name in ("OPENAI_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(messages_to_openai(conversation(30))))
+    argv = [
+        "migrate",
+        str(path),
+        "--to",
+        "small",
+        "--context-window",
+        "1200",
+        "--strategy",
+        "summarize",
+        "--json",
+    ]
+    server = ["--summarizer-model", "qwen2.5", "--summarizer-base-url", fake.base_url]
+    # the summarizer's options without --summarizer openai would be ignored: refused
+    assert main([*argv, *server]) == 2
+    assert "configure --summarizer openai" in capsys.readouterr().err
+    # a server of one's own: no key
+    assert main([*argv, "--summarizer", "openai", *server]) == 0
+    report = json.loads(capsys.readouterr().out)["report"]
+    assert report["summary"]["summarizer"] != "extractive"
+    assert report["fallbacks"] == []
+    assert fake.requests[-1]["auth"] == "Bearer no-key"
+    # a key from an environment variable
+    monkeypatch.setenv("MY_KEY", "sk-local")
+    keyed = [*argv, "--summarizer", "openai", *server, "--summarizer-api-key-env", "MY_KEY"]
+    assert main(keyed) == 0
+    capsys.readouterr()
+    assert fake.requests[-1]["auth"] == "Bearer sk-local"
+    monkeypatch.delenv("MY_KEY")
+    assert main(keyed) == 2
+    assert "MY_KEY is not set" in capsys.readouterr().err

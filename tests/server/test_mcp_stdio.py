@@ -240,6 +240,8 @@ async def test_store_backed_session_tools(connect: Connect, tmp_path: Path) -> N
     assert other["count"] == 0
     for message in unknown:
         assert "No session 'nope'" in message
+        assert "session_list lists the stored sessions" in message
+        assert "session-migrator" not in message  # no CLI advice to an MCP client
     assert "Unknown model 'zzz'" in bad_model
     assert "not valid JSON" in bad_json
     # the store outlives the server

@@ -282,8 +282,11 @@ def test_set_metadata_replaces_and_append_does_not(store: BaseSessionStore) -> N
         "topic": "birds",
         "nested": {"a": [1, None]},
     }
-    with pytest.raises(SessionNotFoundError):
+    with pytest.raises(SessionNotFoundError) as info:
         store.set_metadata("nobody", {})
+    assert "store.list_sessions(None)" in str(info.value)  # the Python API's advice
+    again = pickle.loads(pickle.dumps(info.value.with_remedy("Look elsewhere.")))
+    assert str(again) == "No session 'nobody' in this store. Look elsewhere."
 
 
 def test_batches_of_openai_messages_continue_the_session(store: BaseSessionStore) -> None:

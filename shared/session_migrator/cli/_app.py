@@ -12,7 +12,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from session_migrator._errors import SessionMigratorError, UnknownModelError
+from session_migrator._errors import (
+    SessionMigratorError,
+    SessionNotFoundError,
+    UnknownModelError,
+)
 from session_migrator._version import __version__
 from session_migrator.cli import _import_cmd, _mcp_cmd, _migrate_cmd, _models_cmd, _sessions_cmd
 from session_migrator.cli._common import UNKNOWN_MODEL_REMEDY, CliError
@@ -46,6 +50,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SessionMigratorError, CliError) as exc:
         if isinstance(exc, UnknownModelError):
             exc = exc.with_remedy(UNKNOWN_MODEL_REMEDY)
+        elif isinstance(exc, SessionNotFoundError):
+            store = getattr(args, "store", None)
+            where = f" --store {store}" if store else ""
+            exc = exc.with_remedy(
+                f"List this store's sessions with `session-migrator sessions list --all{where}`, "
+                "or import messages to create it."
+            )
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

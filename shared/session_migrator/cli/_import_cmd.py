@@ -66,7 +66,9 @@ def register(sub: Any) -> None:
         help="also migrate the imported session to MODEL (one file only)",
     )
     add_window_option(p, "--to")
-    p.add_argument("--strategy", choices=_STRATEGIES, default="auto")
+    p.add_argument(
+        "--strategy", choices=_STRATEGIES, help="how to fit it --to MODEL (default: auto)"
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -94,6 +96,8 @@ def run_import(args: argparse.Namespace) -> int:
         if not found:
             raise CliError(f"{raw}: no .jsonl session files found")
         files.extend(p for p in found if p not in files)
+    if not args.model and (args.strategy or args.context_window):
+        raise CliError("--strategy and --context-window fit the session --to a model: add --to")
     single = len(files) == 1
     if not single and (args.session_id or args.model or args.output):
         raise CliError(
@@ -170,7 +174,7 @@ def _migrate_and_write(
         migration = migrate(
             result.session,
             resolve_target(args.model, context_window=args.context_window),
-            strategy=args.strategy,
+            strategy=args.strategy or "auto",
             source_model=result.source_model,
         )
         messages = migration.messages

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,17 @@ def register(sub: Any) -> None:
         default="extractive",
         help="'openai' calls an OpenAI-compatible API (needs OPENAI_API_KEY or DEEPSEEK_API_KEY)",
     )
-    p.add_argument("--summarizer-model", metavar="M")
-    p.add_argument("--summarizer-base-url", metavar="URL")
+    p.add_argument("--summarizer-model", metavar="M", help="the model that summarizes")
+    p.add_argument(
+        "--summarizer-base-url",
+        metavar="URL",
+        help="an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 (Ollama; no key needed)",
+    )
+    p.add_argument(
+        "--summarizer-api-key-env",
+        metavar="VAR",
+        help="read the summarizer's key from this environment variable",
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write the migrated messages here")
     p.add_argument("--json", action="store_true", help="print the report and messages as JSON")
     p.set_defaults(handler=run_migrate)
@@ -71,8 +81,23 @@ def run_migrate(args: argparse.Namespace) -> int:
         raise CliError("--reserve-output must not be negative")
     target = resolve_target(args.model, context_window=args.context_window)
     summarizer: Summarizer | None = None
+    options = {
+        "--summarizer-model": args.summarizer_model,
+        "--summarizer-base-url": args.summarizer_base_url,
+        "--summarizer-api-key-env": args.summarizer_api_key_env,
+    }
+    if args.summarizer != "openai" and any(v is not None for v in options.values()):
+        given = ", ".join(k for k, v in options.items() if v is not None)
+        raise CliError(f"{given}: these configure --summarizer openai; add it")
     if args.summarizer == "openai":
-        summarizer = OpenAISummarizer(args.summarizer_model, base_url=args.summarizer_base_url)
+        key: str | None = None
+        if args.summarizer_api_key_env:
+            key = os.environ.get(args.summarizer_api_key_env) or None
+            if key is None:
+                raise CliError(f"the environment variable {args.summarizer_api_key_env} is not set")
+        summarizer = OpenAISummarizer(
+            args.summarizer_model, base_url=args.summarizer_base_url, api_key=key
+        )
     result = migrate(
         messages,
         target,

@@ -21,6 +21,7 @@ from session_migrator._models import bundled_note, known_models
 from session_migrator._tokens import REPLY_PRIMING, counter_for
 from session_migrator._windows import Budget, ModelWindow
 from session_migrator.cli._common import (
+    CliError,
     add_window_option,
     print_json,
     read_messages_file,
@@ -38,6 +39,7 @@ __all__ = ["MODELS_ACTIONS", "register"]
 MODELS_ACTIONS: dict[
     str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 ] = {"refresh": (add_refresh_arguments, run_refresh)}
+_ACTION_OPTIONS: list[argparse.Action] = []
 
 
 def register(sub: Any) -> None:
@@ -60,8 +62,11 @@ def register(sub: Any) -> None:
         "--limit", type=whole_number(0), default=0, metavar="N", help="show at most N (0: all)"
     )
     models.add_argument("--json", action="store_true", help="print JSON")
+    listing = {a.dest for a in models._actions}
     for add_arguments, _run in MODELS_ACTIONS.values():
         add_arguments(models)
+    # the actions' own options: listing ignores them, so it refuses them
+    _ACTION_OPTIONS[:] = [a for a in models._actions if a.dest not in listing]
     models.set_defaults(handler=_models)
 
     window = sub.add_parser(
@@ -109,6 +114,14 @@ def _models(args: argparse.Namespace) -> int:
     action = MODELS_ACTIONS.get(args.query or "")
     if action is not None:
         return action[1](args)
+    given = [
+        a.option_strings[0]
+        for a in _ACTION_OPTIONS
+        if a.option_strings and getattr(args, a.dest, a.default) != a.default
+    ]
+    if given:
+        named = " or ".join(f"`models {name}`" for name in MODELS_ACTIONS)
+        raise CliError(f"{', '.join(given)}: only {named} reads these")
     found = known_models(args.query, provider=args.provider)
     shown = found[: args.limit] if args.limit else found
     if args.json:

@@ -40,7 +40,7 @@ def add_refresh_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=10.0,
+        default=None,
         metavar="SECONDS",
         help="per-request timeout (default: 10)",
     )
@@ -81,10 +81,11 @@ def run_refresh(args: argparse.Namespace) -> int:
         if not api_key:
             print(f"error: the environment variable {args.api_key_env} is not set", file=sys.stderr)
             return 2
-    if args.timeout <= 0:
+    timeout = args.timeout if args.timeout is not None else 10.0
+    if timeout <= 0:
         print("error: --timeout must be positive", file=sys.stderr)
         return 2
-    result = refresh(args.urls, kind=args.kind, timeout=args.timeout, api_key=api_key)
+    result = refresh(args.urls, kind=args.kind, timeout=timeout, api_key=api_key)
     if args.json:
         print_json(_as_json(result))
     else:
