@@ -220,14 +220,13 @@ class SQLiteStore(BaseSessionStore):
                 if exists:
                     raise MessageNotFoundError(session_id, after)
                 return [], 0
+            # the new bodies and the count together (nothing new: one row with no body)
             rows = conn.execute(
-                "SELECT body FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
-                (sid, found[0]),
+                "SELECT s.message_count, m.body FROM sessions s LEFT JOIN messages m "
+                "ON m.session_id = s.id AND m.seq > ? WHERE s.id = ? ORDER BY m.seq",
+                (found[0], sid),
             ).fetchall()
-            count = conn.execute(
-                "SELECT message_count FROM sessions WHERE id = ?", (sid,)
-            ).fetchone()
-            return [r[0] for r in rows], int(count[0])
+            return [r[1] for r in rows if r[1] is not None], int(rows[0][0]) if rows else 0
         finally:
             conn.execute("COMMIT")
 
