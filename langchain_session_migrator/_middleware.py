@@ -152,8 +152,8 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 extra_reserved=reserved,
             )
             self.last_report = result.report
-            if result.report.decision == "fits":
-                return request
+            if result.report.decision == "fits" and not result.report.dropped_ids:
+                return request  # (a broken tool pair is left out even of a request that fits)
             if limit is None:
                 limit = result.report.budget
             new_system, new_messages = _rebuild(result.messages, core, originals, system)

@@ -230,6 +230,28 @@ def test_a_model_without_a_name_is_fitted_by_its_class_name(kit: Any) -> None:
     assert fit.last_report.budget < 2_000
 
 
+def test_a_request_that_fits_is_sent_without_a_broken_tool_pair(kit: Any) -> None:
+    # e.g. another middleware trimmed the state and left a tool result without its call
+    big = kit.make_model("gpt-4o-mini", 100_000, 200)
+    fit = FitToModelMiddleware()
+    messages: list[Any] = [
+        HumanMessage("Where is order 7?", id="u0"),
+        ToolMessage("Order 7: shipped", tool_call_id="call-gone", id="orphan"),
+        AIMessage("It shipped.", id="a0"),
+        HumanMessage("And order 8?", id="u1"),
+    ]
+    request = ModelRequest(model=big, messages=messages, system_message=SystemMessage("Be brief."))
+    sent = fit.fit_request(request)
+    assert fit.last_report is not None
+    assert fit.last_report.decision == "fits"
+    assert fit.last_report.dropped_ids == ["orphan"]
+    assert [m.id for m in sent.messages] == ["u0", "a0", "u1"]
+    assert sent.messages[0] is messages[0]  # the caller's own objects
+    whole = [m for m in messages if m.id != "orphan"]
+    untouched = ModelRequest(model=big, messages=whole, system_message=SystemMessage("Be brief."))
+    assert fit.fit_request(untouched) is untouched
+
+
 def test_converted_messages_are_reused_across_calls_but_not_when_changed(kit: Any) -> None:
     from langchain.agents.middleware import ModelRequest
 
