@@ -47,7 +47,9 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     (its ``profile``, else its name; ``models`` maps names to windows or models for the rest),
     count the system message, the messages and the tool schemas with that model's counter, and:
 
-    - when everything fits the input budget, pass the request on untouched (same objects);
+    - when everything fits the input budget, pass the request on untouched (same objects),
+      unless it holds a broken tool pair (a result without its call, a call whose results never
+      came), which a copy leaves out;
     - otherwise pass on a copy whose messages are fitted with ``strategy`` (``auto``, ``trim``,
       ``summarize``, ``recall``, or a core compressor): the system message, a summary or a note
       on the cut part (folded into the system message, so providers that want one leading
