@@ -356,3 +356,28 @@ def test_import_into_another_workspace_is_refused_not_ignored(
     listed = json.loads(out)
     sessions = listed["sessions"] if isinstance(listed, dict) else listed
     assert [(x["id"], x["workspace"]) for x in sessions] == [("w1", "team-a")]
+
+
+def test_deleting_one_side_of_a_tool_pair_says_what_is_left_unpaired(
+    capsys: pytest.CaptureFixture[str], store_url: str, conversation_file: Path
+) -> None:
+    s = ("--store", store_url)
+    assert (
+        run(capsys, "sessions", "import", str(conversation_file), "--session-id", "t", *s)[0] == 0
+    )
+    stored = open_store(store_url).load("t")
+    call = next(m for m in stored if m.tool_calls)
+    result = next(m for m in stored if m.role == "tool")
+    code, out, _ = run(capsys, "sessions", "delete", "t", "--message", call.id, *s)
+    assert code == 0
+    assert f"1 message(s) lost their tool call or results ({result.id})" in out
+    assert "left out of what a model is sent" in out
+    # what a model is sent has no orphan; the result stays stored
+    shown = ("sessions", "show", "t", "--model", "gpt-4o", "--strategy", "auto", "--json")
+    code, out, _ = run(capsys, *shown, *s)
+    fitted = json.loads(out)
+    assert [m["role"] for m in fitted["messages"]] == ["system", "user", "assistant"]
+    assert fitted["report"]["dropped_ids"] == [result.id]
+    assert result.id in [m.id for m in open_store(store_url).load("t")]
+    code, out, _ = run(capsys, "sessions", "delete", "t", "--message", result.id, "--json", *s)
+    assert json.loads(out)["unpaired"] == []

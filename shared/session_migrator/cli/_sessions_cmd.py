@@ -417,9 +417,25 @@ def run_delete(args: argparse.Namespace) -> int:
         else:
             store.delete_session(sid)
             return _done(args, f"deleted session {sid!r}", session_id=sid, deleted_session=True)
-    return _done(
-        args, f"deleted {n} message(s) from session {sid!r}", session_id=sid, deleted_messages=n
-    )
+        unpaired = _unpaired(store.load(sid)) if n and not args.tool else []
+    text = f"deleted {n} message(s) from session {sid!r}"
+    if unpaired:
+        text += (
+            f"\nnote: {len(unpaired)} message(s) lost their tool call or results "
+            f"({', '.join(unpaired)}); they stay stored and are left out of what a model is sent "
+            "(delete them with --message, or a tool's calls and results with --tool)"
+        )
+    return _done(args, text, session_id=sid, deleted_messages=n, unpaired=unpaired)
+
+
+def _unpaired(messages: list[Message]) -> list[str]:
+    """The ids of the tool results without their call and the calls without all their results
+    (the newest call, which may still get its results, excepted)."""
+    from session_migrator._fit import Ledger
+
+    pairs = Ledger(lambda m: 0)
+    pairs.extend(messages)
+    return [messages[i].id for i in pairs.settled_broken]
 
 
 def run_erase(args: argparse.Namespace) -> int:
