@@ -433,3 +433,26 @@ def test_a_store_opened_while_another_connection_writes_waits_to_switch_to_wal(
             open_store(f"sqlite:///{tmp_path / 'held.db'}", busy_timeout=0.2)
     finally:
         blocker.close()
+
+
+def test_short_lived_threads_leave_no_connection_open(store: BaseSessionStore) -> None:
+    """A thread per call (as RunnableWithMessageHistory's sync invoke starts one to load the
+    history) hands its connection back when it ends: the SQL stores hold as many connections as
+    threads used them at once, not one per thread ever seen.
+    """
+    store.append("s", [Message("user", "hello", id="m0")])
+
+    def call(k: int) -> None:
+        store.append("s", [Message("user", f"turn {k}", id=f"m{k + 1}")])
+        assert store.load("s")[-1].id == f"m{k + 1}"
+
+    for k in range(60):
+        worker = threading.Thread(target=call, args=(k,))
+        worker.start()
+        worker.join()
+    assert len(store.load("s")) == 61
+    connections = getattr(store, "_connections", None)
+    if connections is not None:  # the SQL stores
+        assert connections.count() <= 2  # this thread's, and one handed from thread to thread
+        store.close()
+        assert connections.count() == 0

@@ -16,7 +16,6 @@ always bound as parameters.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +26,7 @@ from session_migrator.store._base import BaseSessionStore, Clock, Record, displa
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._codec import index_key as ik
+from session_migrator.store._connections import ThreadConnections
 from session_migrator.store._postgres_schema import migrate
 from session_migrator.store._types import (
     MessageNotFoundError,
@@ -86,10 +86,12 @@ class PostgresStore(BaseSessionStore):
         self.url = display_url(url, schema=schema)
         self._conninfo = url
         self.schema = schema
-        self._local = threading.local()
-        self._connections: list[psycopg.Connection[Any]] = []
-        self._guard = threading.Lock()
-        self._closed = False
+        self._connections = ThreadConnections(
+            self._connect,
+            psycopg.Connection.close,
+            lambda: StoreError(f"the store {self.url!r} is closed"),
+            lambda conn: not conn.closed and not conn.broken,
+        )
         try:
             conn = self._conn()
             if schema is not None:
@@ -107,11 +109,10 @@ class PostgresStore(BaseSessionStore):
     # -- connections and transactions -------------------------------------------------------
 
     def _conn(self) -> psycopg.Connection[Any]:
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        if conn is not None and not conn.closed and not conn.broken:
-            return conn
-        if self._closed:
-            raise StoreError(f"the store {self.url!r} is closed")
+        """The calling thread's connection (see :class:`ThreadConnections`)."""
+        return self._connections.get()
+
+    def _connect(self) -> psycopg.Connection[Any]:
         try:
             conn = psycopg.connect(self._conninfo, autocommit=True)
         except psycopg.Error as exc:
@@ -121,9 +122,6 @@ class PostgresStore(BaseSessionStore):
             ) from exc
         if self.schema is not None:
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
-        with self._guard:
-            self._connections.append(conn)
-        self._local.conn = conn
         return conn
 
     @contextmanager
@@ -475,12 +473,7 @@ class PostgresStore(BaseSessionStore):
         ]
 
     def close(self) -> None:
-        with self._guard:
-            self._closed = True
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            conn.close()
-        self._local = threading.local()
+        self._connections.close_all()
 
 
 def _key(value: str | None) -> str | None:

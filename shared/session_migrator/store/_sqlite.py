@@ -16,7 +16,6 @@ Ids are stored with :func:`~._codec.encode_key` and always bound as parameters.
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from session_migrator.store import _codec
 from session_migrator.store._base import BaseSessionStore, Clock, Record
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
+from session_migrator.store._connections import ThreadConnections
 from session_migrator.store._sqlite_schema import migrate
 from session_migrator.store._types import (
     MessageNotFoundError,
@@ -93,10 +93,11 @@ class SQLiteStore(BaseSessionStore):
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
         self._timeout = busy_timeout
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._guard = threading.Lock()
-        self._closed = False
+        self._connections = ThreadConnections(
+            self._connect,
+            sqlite3.Connection.close,
+            lambda: StoreError(f"the store {self.url!r} is closed"),
+        )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             migrate(self._conn(), str(self.path))
@@ -110,11 +111,10 @@ class SQLiteStore(BaseSessionStore):
     # -- connections and transactions -------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        if self._closed:
-            raise StoreError(f"the store {self.url!r} is closed")
+        """The calling thread's connection (see :class:`ThreadConnections`)."""
+        return self._connections.get()
+
+    def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
             self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
         )
@@ -125,9 +125,6 @@ class SQLiteStore(BaseSessionStore):
         except BaseException:
             conn.close()
             raise
-        with self._guard:
-            self._connections.append(conn)
-        self._local.conn = conn
         return conn
 
     @contextmanager
@@ -448,12 +445,7 @@ class SQLiteStore(BaseSessionStore):
         ]
 
     def close(self) -> None:
-        with self._guard:
-            self._closed = True
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            conn.close()
-        self._local = threading.local()
+        self._connections.close_all()
 
 
 #: Tables holding a session's rows, and the column naming the session (deleted together).

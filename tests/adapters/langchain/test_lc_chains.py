@@ -287,6 +287,49 @@ def test_a_chain_on_a_server_store(
     assert len(history("s", "big").full_messages) == 30
 
 
+def test_many_sync_calls_hold_a_fixed_number_of_store_connections(
+    tmp_path: Any,
+    postgres_url: str,
+    big: Any,
+    with_history: Callable[..., Any],
+    make_factory: Any,
+) -> None:
+    # RunnableWithMessageHistory loads the history in a new thread on every sync invoke: the
+    # SQL stores must hand each thread's connection on, not keep one per thread
+    from pathlib import Path
+
+    import psycopg
+
+    def sqlite_files(path: str) -> int:
+        fds = list(Path("/proc/self/fd").iterdir())
+        return sum(str(fd.resolve()).startswith(path) for fd in fds if fd.exists())
+
+    def server_connections() -> int:
+        with psycopg.connect(postgres_url.split("?")[0], autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    db = str(tmp_path / "chat.db")
+    for url, opened in (
+        (f"sqlite:///{db}", lambda: sqlite_files(db)),
+        (postgres_url, server_connections),
+    ):
+        history = make_factory(store=url, llm=big)
+        chain = with_history(
+            PROMPT | big, history, input_messages_key="input", history_messages_key="history"
+        )
+        config = {"configurable": {"session_id": "s"}}
+        chain.invoke({"input": question(0)}, config)
+        before = opened()
+        for n in range(1, 40):
+            chain.invoke({"input": question(n)}, config)
+        assert opened() <= before + 1, url
+        assert len(history("s").full_messages) == 80
+
+
 def test_init_chat_model_names_select_the_fit(
     with_history: Callable[..., Any], make_factory: Any
 ) -> None:
