@@ -114,7 +114,9 @@ class LangChainSummarizer:
         return self._text(reply, max_tokens, counter)
 
     def _config(self) -> RunnableConfig:
-        return {"tags": [SUMMARIZER_TAG], "run_name": "session_migrator_summary"}
+        # "nostream" (langgraph.constants.TAG_NOSTREAM): an agent's message stream leaves the
+        # summary out, so the user sees the agent's answer only
+        return {"tags": [SUMMARIZER_TAG, "nostream"], "run_name": "session_migrator_summary"}
 
     def _text(self, reply: Any, max_tokens: int, counter: TokenCounter) -> str:
         if isinstance(reply, BaseMessage):

@@ -252,6 +252,24 @@ def test_a_request_that_fits_is_sent_without_a_broken_tool_pair(kit: Any) -> Non
     assert fit.fit_request(untouched) is untouched
 
 
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+async def test_the_summary_is_not_streamed_to_the_user(kit: Any, mode: str) -> None:
+    summarizer = kit.make_model("acme-summarizer", 16_000, replies=iter(["EARLIER-SUMMARY"] * 9))
+    small = kit.make_model("gpt-4o-mini", 1_500, 200, replies=iter(["The final answer."]))
+    fit = FitToModelMiddleware(strategy="summarize", summarizer=summarizer)
+    agent = create_agent(small, [], middleware=[fit])
+    value = {"messages": [*seed(kit, 24), HumanMessage("What now?")]}
+    if mode == "stream":
+        chunks = [c for c, _ in agent.stream(value, stream_mode="messages")]
+    else:
+        chunks = [c async for c, _ in agent.astream(value, stream_mode="messages")]
+    assert summarizer.received  # the summary was written...
+    assert "EARLIER-SUMMARY" in small.received[-1][0].text  # ...and sent to the model
+    streamed = "".join(str(c.content) for c in chunks)
+    assert "EARLIER-SUMMARY" not in streamed  # ...but not to the user
+    assert "The final answer." in streamed
+
+
 def test_converted_messages_are_reused_across_calls_but_not_when_changed(kit: Any) -> None:
     from langchain.agents.middleware import ModelRequest
 
