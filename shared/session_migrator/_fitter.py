@@ -22,7 +22,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from session_migrator._errors import ConflictError
+from session_migrator._errors import ConflictError, SessionNotFoundError
 from session_migrator._fit import Ledger, check_slack
 from session_migrator._messages import Message
 from session_migrator._migrate import (
@@ -229,10 +229,17 @@ class SessionFitter:
                 ledger=ledger,
                 budget_cap=budget_cap,
             )
-            self._persist_counts(messages, counter)
-            if result.summary is not None:
-                self._save_summary(result.summary, window.name, strategy_name, previous)
-            self._log(window.name, result)
+            try:
+                self._persist_counts(messages, counter)
+                if result.summary is not None:
+                    self._save_summary(result.summary, window.name, strategy_name, previous)
+                self._log(window.name, result)
+            except SessionNotFoundError:
+                # another process deleted the session since it was read: this fit is of what
+                # was read (as if it came first); the next read starts again from the store
+                self._loaded = False
+                self._cache = None
+                return result
             self._cache = (key, result)
             return result
 

@@ -232,3 +232,27 @@ async def test_afit_matches_fit(store: object) -> None:
     assert capped is fitter.fit(window(1_000), budget_cap=400)
     assert capped.report.budget == 400
     assert counter_for("o200k_base").count_messages(capped.messages) <= 400
+
+
+def test_a_session_deleted_while_it_is_fitted_is_no_error(tmp_path: Path) -> None:
+    """Another process deletes the session between the read and the migration log's write: the
+    fit is of what was read, and the next read sees the deletion."""
+    from session_migrator.store import MigrationRecord
+    from session_migrator.store._sqlite import SQLiteStore
+
+    url = tmp_path / "race.db"
+
+    class DeletedMeanwhile(SQLiteStore):
+        def log_migration(self, record: MigrationRecord) -> MigrationRecord:
+            with SQLiteStore(url) as other:  # the other process, just before this write
+                other.delete_session(record.session_id)
+            return super().log_migration(record)
+
+    store = DeletedMeanwhile(url)
+    fitter = SessionFitter("s1", store=store, strategy="trim")
+    fitter.append([SYSTEM, *turns(0, 3)])
+    result = fitter.fit(window(10_000))
+    assert result.report.decision == "fits"
+    assert len(result.messages) == 7
+    assert fitter.messages == []  # the next read: the session is gone
+    store.close()
