@@ -154,7 +154,8 @@ class SessionFitter:
         return list(self.refresh())
 
     def append(self, messages: Sequence[Message]) -> None:
-        """Append to the store (idempotent by id) and to the cached log."""
+        """Append to the store (idempotent by id) and to the cached log, as the store keeps
+        them (an offloaded tool output as its preview, as every other reader sees it)."""
         if not messages:
             return
         with self._lock:
@@ -162,10 +163,11 @@ class SessionFitter:
             self.store.append(
                 self.session_id, list(messages), workspace=self.workspace, metadata=self.metadata
             )
+            stored_form = self.store.stored_form
             for m in messages:
                 if m.id not in self._ids:
                     self._ids.add(m.id)
-                    self._messages.append(m)
+                    self._messages.append(stored_form(m))
 
     def clear(self) -> None:
         """Delete the session from the store and forget the cache."""

@@ -216,7 +216,7 @@ def test_delete_erase_purge(
         ids = [m.id for m in store.load("a")]
         store.set_metadata("c", {"user_id": "zoe"})
     code, out, _ = run(capsys, "sessions", "delete", "a", "--message", ids[0], "--json", *s)
-    assert json.loads(out) == {"session_id": "a", "deleted_messages": 1}
+    assert json.loads(out) == {"session_id": "a", "deleted_messages": 1, "unpaired": []}
     code, out, _ = run(capsys, "sessions", "delete", "a", "--range", ids[1], ids[2], *s)
     assert "deleted 2 message(s)" in out
     code, out, _ = run(capsys, "sessions", "delete", "a", *s)

@@ -140,16 +140,26 @@ class BaseSessionStore(AsyncMixin, ABC):
             session_id, workspace, meta, user_id_of(metadata), records, self._clock()
         )
 
-    def _record(self, message: Message) -> Record:
+    def stored_form(self, message: Message) -> Message:
+        """``message`` as :meth:`load` gives it back once appended: the preview of a tool output
+        this store offloads, else ``message`` itself. A reader that keeps what it appended keeps
+        this, so it sees (and counts) what every other reader of the session sees.
+        """
         if self.offload_threshold is not None:
             preview = offload(message, self.offload_threshold)
             if preview is not None:
-                return Record(
-                    message.id,
-                    message.role,
-                    _codec.message_to_json(preview),
-                    _codec.message_to_json(message),
-                )
+                return preview
+        return message
+
+    def _record(self, message: Message) -> Record:
+        stored = self.stored_form(message)
+        if stored is not message:
+            return Record(
+                message.id,
+                message.role,
+                _codec.message_to_json(stored),
+                _codec.message_to_json(message),
+            )
         return Record(message.id, message.role, _codec.message_to_json(message))
 
     def load(

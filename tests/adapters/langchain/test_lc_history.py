@@ -323,3 +323,36 @@ def test_deletes_by_another_process_are_seen_at_the_next_read(
     history.add_messages([HumanMessage("next question", id="u3")])
     assert [m.content for m in history.messages] == ["next question"]
     assert [m.id for m in history.store.load("lc")] == ["u3"]
+
+
+def test_an_offloaded_tool_output_reads_the_same_in_the_writer_and_elsewhere(
+    make_history: Any, tmp_path: Path
+) -> None:
+    from session_migrator.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'offload.db'}"
+    big_output = "\n".join(f"row {i}: " + "value " * 12 for i in range(3_000))
+    turn = [
+        HumanMessage("Dump the table.", id="u0"),
+        AIMessage("", tool_calls=[{"name": "dump", "args": {}, "id": "c1"}], id="a0"),
+        ToolMessage(big_output, tool_call_id="c1", id="t0"),
+        AIMessage("Done: 3,000 rows.", id="a1"),
+    ]
+    writer_store = open_store(url, offload_threshold=4_000)
+    writer = make_history("s", model="gpt-4", store=writer_store)
+    writer.add_messages(turn)
+    reader = make_history("s", model="gpt-4", store=open_store(url, offload_threshold=4_000))
+    for history in (writer, reader):
+        sent = history.messages
+        tool = next(m for m in sent if isinstance(m, ToolMessage))
+        assert len(str(tool.content)) < len(big_output) // 20  # the preview
+        assert "row 1500:" not in str(tool.content)  # (its head and tail are kept)
+        assert history.last_report is not None
+        assert history.last_report.decision == "fits"  # the preview fits gpt-4
+        assert [m.id for m in sent] == ["u0", "a0", "t0", "a1"]
+    assert writer.last_report is not None
+    assert reader.last_report is not None
+    assert writer.last_report.tokens_before == reader.last_report.tokens_before
+    assert writer.full_messages == reader.full_messages
+    original = writer_store.load("s", full=True)[2]
+    assert original.text == big_output  # nothing lost
