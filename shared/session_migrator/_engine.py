@@ -107,6 +107,15 @@ class _Engine:
                 budget=budget,
                 needed=max(budget + 1, budget - (available - extra_room) + smallest),
             ) from exc
+        if recent.truncated_ids and extra_room:
+            # the newest turn was cut inside: a summary or recall never needs more room than
+            # the part left out takes (often little or nothing), so the cut-down turn gets the
+            # rest, as in trim
+            units = layout.units
+            left = sum(layout.unit_cost(units[k], messages, counter) for r in recent.cut for k in r)
+            need = left + self._note_reserve(messages, layout, counter) if left else 0
+            if need < extra_room:
+                recent = fit_recent(messages, layout, available - need - reserve, counter)
         room = available - recent.cost - reserve
 
         recalled: list[Message] = []

@@ -589,6 +589,30 @@ def test_a_single_message_larger_than_the_budget_is_cut_inside() -> None:
     assert messages[1].text == huge
 
 
+@pytest.mark.parametrize("earlier", [0, 1])
+def test_a_turn_cut_inside_gets_the_room_no_summary_or_recall_needs(earlier: int) -> None:
+    # the room set aside for a summary and recall goes to the cut-down turn when the part left
+    # out is small (or nothing): every strategy uses the budget about as trim does
+    report_text = "quarterly numbers, line by line. " * 4_000
+    messages = [Message("system", "Be brief.", id="sys")]
+    for k in range(earlier):
+        messages += [
+            Message("user", f"hi {k}", id=f"e{k}"),
+            Message("assistant", "hello", id=f"r{k}"),
+        ]
+    messages += [
+        Message("user", "Summarize this report: " + report_text, id="big"),
+        Message("assistant", "", tool_calls=(ToolCall("c1", "fetch"),), id="call"),
+        Message("tool", "appendix: " + report_text, tool_call_id="c1", id="out"),
+    ]
+    trimmed = migrate(messages, window(4_000), strategy="trim").report.tokens_after
+    for strategy in ("summarize", "recall", "auto"):
+        result = migrate(messages, window(4_000), strategy=strategy)
+        in_budget_and_valid(result.messages, 4_000, O200K)
+        assert set(result.report.truncated_ids) == {"big", "out"}
+        assert result.report.tokens_after > 0.9 * trimmed, strategy
+
+
 def test_a_huge_tool_output_in_the_newest_turn_is_cut_not_orphaned() -> None:
     messages = [
         Message("user", "Read the log.", id="u"),
