@@ -245,8 +245,11 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         except UnknownModelError:
             return None
 
-    def reserved_tokens(self, window: ModelWindow) -> int:
-        """Tokens kept free for what the chain adds around the history, for ``window``."""
+    def reserved_tokens(self, window: ModelWindow, question: str | None = None) -> int:
+        """Tokens kept free for what the chain adds around the history, for ``window``: what
+        it added last time (the prompt, the input), with room for ``question``, this call's
+        input, where it is longer than the last one.
+        """
         if self.reserve_tokens is not None:
             return self.reserve_tokens
         budget = Budget.for_window(
@@ -255,6 +258,10 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         if self._overhead is not None:
             counter = default_counter(window)
             used = sum(counter.count_message(m) for m in self._overhead)
+            if question is not None:
+                last = next((m for m in reversed(self._overhead) if m.role == "user"), None)
+                now = counter.count_message(Message("user", question))
+                used += max(0, now - (counter.count_message(last) if last is not None else 0))
             # at most half the budget: one huge prompt must not leave the history no room
             return min(-(-used // OVERHEAD_STEP) * OVERHEAD_STEP, budget // 2)
         return min(DEFAULT_RESERVE_CAP, int(budget * DEFAULT_RESERVE_SHARE))
@@ -318,8 +325,11 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             # nothing to fit; and SessionFitter.fit would try to log a migration for a session
             # the store does not have yet (it raises SessionNotFoundError)
             return []
+        question = self._question(log, asked)
         result = state.fitter.fit(
-            window, query=self._question(log, asked), extra_reserved=self.reserved_tokens(window)
+            window,
+            query=question if uses_query(state.fitter.strategy) else None,
+            extra_reserved=self.reserved_tokens(window, question),
         )
         with state.lock:
             state.last = result
@@ -334,9 +344,10 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
 
     def _asked(self, caller: FrameType) -> str | None:
         """The question of the ``RunnableWithMessageHistory`` call whose history-loading step
-        is ``caller`` (or its caller), for a strategy that uses a question; else ``None``.
+        is ``caller`` (or its caller), where it matters: for a strategy that uses a question, or
+        for the room it takes beside the history (once a watcher saw what the chain adds).
         """
-        if not uses_query(self._state.fitter.strategy):
+        if self._overhead is None and not uses_query(self._state.fitter.strategy):
             return None
         return _question_being_loaded(caller)
 

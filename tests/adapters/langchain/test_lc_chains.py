@@ -330,6 +330,39 @@ def test_many_sync_calls_hold_a_fixed_number_of_store_connections(
         assert len(history("s").full_messages) == 80
 
 
+@pytest.mark.parametrize("strategy", ["trim", "auto"])
+def test_a_long_question_after_short_ones_still_fits_the_small_model(
+    strategy: str,
+    store_url: str,
+    kit: Any,
+    big: Any,
+    small: Any,
+    with_history: Callable[..., Any],
+    make_factory: Callable[..., FittedHistoryFactory],
+) -> None:
+    # the room kept for what the chain adds was what it added last time (a short question):
+    # this call's input is known while the history loads, and a longer one gets its room
+    llm = switchable(big, small)
+    history = make_factory(store=store_url, llm=llm, strategy=strategy)
+    chain = with_history(
+        PROMPT | llm, history, input_messages_key="input", history_messages_key="history",
+        history_factory_config=history.config_specs,
+    ).with_config(callbacks=[history.watcher])  # fmt: skip
+
+    def ask(text: str, model: str) -> None:
+        chain.invoke({"input": text}, {"configurable": {"session_id": "s", "model": model}})
+
+    for n in range(12):
+        ask(question(n) + " detail" * 40, "big")
+    budget, counter = kit.budget_of(small)
+    for text in ("Short?", "Short again?", "A long one: " + "please consider the ledger " * 120):
+        ask(text, "small")
+        sent = small.received[-1]
+        assert sent[-1].content == text
+        assert kit.tokens_sent(sent, counter) <= budget
+        kit.assert_paired(sent)
+
+
 def test_init_chat_model_names_select_the_fit(
     with_history: Callable[..., Any], make_factory: Any
 ) -> None:
