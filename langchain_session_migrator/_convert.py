@@ -351,6 +351,11 @@ def _content_from_core(content: str | tuple[ContentPart, ...]) -> str | list[str
         return content
     out: list[str | dict[Any, Any]] = []
     for part in content:
+        if "block_type" in part.data:  # a LlamaIndex block, as that adapter stores it
+            translated = _from_llamaindex(part.data)
+            if translated is not None:
+                out.append(translated)
+                continue
         if part.data:
             block = copy.deepcopy(dict(part.data))
             if part.type == "text" and part.text is not None and block.get("text") != part.text:
@@ -366,6 +371,28 @@ def _content_from_core(content: str | tuple[ContentPart, ...]) -> str | list[str
                 block["text"] = part.text
             out.append(block)
     return out
+
+
+def _from_llamaindex(dump: Mapping[str, Any]) -> dict[str, Any] | None:
+    """LangChain's standard block for a LlamaIndex audio or document block (its JSON dump:
+    base64 data or a url); ``None`` for another block (kept as it was stored)."""
+    kind = dump.get("block_type")
+    if kind == "audio":
+        data, fmt = dump.get("audio"), dump.get("format")
+        mime = {"mime_type": f"audio/{fmt}"} if isinstance(fmt, str) and fmt else {}
+    elif kind == "document":
+        data, doc_mime = dump.get("data"), dump.get("document_mimetype")
+        mime = {"mime_type": doc_mime} if isinstance(doc_mime, str) and doc_mime else {}
+        if isinstance(dump.get("title"), str):
+            mime["filename"] = dump["title"]
+    else:
+        return None
+    url = dump.get("url")
+    if isinstance(data, str) and data:
+        return {"type": "audio" if kind == "audio" else "file", "base64": data, **mime}
+    if isinstance(url, str) and url:
+        return {"type": "audio" if kind == "audio" else "file", "url": url, **mime}
+    return None
 
 
 def _calls_from_core(calls: Sequence[ToolCall], stored: Any) -> list[Any]:

@@ -39,8 +39,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from llama_index.core.base.llms.types import (
+    AudioBlock,
     ChatMessage,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     MessageRole,
     TextBlock,
@@ -274,6 +276,9 @@ def _part_to_block(part: ContentPart) -> Any | None:
             return ImageBlock(url=image["url"], detail=detail if isinstance(detail, str) else None)
         if isinstance(image, str):
             return ImageBlock(url=image)
+    media = _media_block(part.type, data)
+    if media is not None:
+        return media
     if part.type == "thinking":
         thinking = data.get("thinking")
         return ThinkingBlock(content=thinking if isinstance(thinking, str) else part.text)
@@ -285,6 +290,61 @@ def _part_to_block(part: ContentPart) -> Any | None:
     if part.text:
         return TextBlock(text=part.text)
     return None  # an opaque part of another framework: LlamaIndex has no block for it
+
+
+def _source(data: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """(base64 data, url, mime type) of a LangChain standard content block (v1: ``base64`` /
+    ``url`` / ``mime_type``; v0: ``source_type`` with ``data`` or ``url``)."""
+    mime = data.get("mime_type") if isinstance(data.get("mime_type"), str) else None
+    b64, url = data.get("base64"), data.get("url")
+    if data.get("source_type") == "base64":
+        b64 = data.get("data")
+    elif data.get("source_type") == "url":
+        url = data.get("url")
+    return (
+        b64 if isinstance(b64, str) else None,
+        url if isinstance(url, str) else None,
+        mime,
+    )
+
+
+def _media_block(kind: str, data: Mapping[str, Any]) -> Any | None:
+    """The LlamaIndex block of another framework's image, audio or file part (LangChain's
+    standard blocks, OpenAI's ``input_audio`` and ``file`` parts); ``None`` for anything else.
+    """
+    if kind == "input_audio" and isinstance(data.get("input_audio"), Mapping):
+        audio = data["input_audio"]
+        if isinstance(audio.get("data"), str):
+            fmt = audio.get("format")
+            return AudioBlock(
+                audio=audio["data"].encode(), format=fmt if isinstance(fmt, str) else None
+            )
+    if kind == "file" and isinstance(data.get("file"), Mapping):  # OpenAI's file part
+        file = data["file"]
+        url = file.get("file_data")
+        if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
+            header, b64 = url[5:].split(";base64,", 1)
+            title = file.get("filename")
+            return DocumentBlock(
+                data=b64.encode(),
+                document_mimetype=header or None,
+                title=title if isinstance(title, str) else None,
+            )
+        return None
+    if kind not in ("image", "audio", "file") or "block_type" in data:
+        return None
+    encoded, link, mime = _source(data)
+    if encoded is None and link is None:
+        return None
+    payload = encoded.encode() if encoded is not None else None
+    if kind == "image":
+        return ImageBlock(image=payload, url=link, image_mimetype=mime)
+    if kind == "audio":
+        fmt = mime.split("/", 1)[1] if mime and "/" in mime else None
+        return AudioBlock(audio=payload, url=link, format=fmt)
+    name = data.get("filename")
+    title = name if isinstance(name, str) else None
+    return DocumentBlock(data=payload, url=link, document_mimetype=mime, title=title)
 
 
 def _default_blocks(message: Message) -> list[Any]:

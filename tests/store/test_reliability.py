@@ -456,3 +456,37 @@ def test_short_lived_threads_leave_no_connection_open(store: BaseSessionStore) -
         assert connections.count() <= 2  # this thread's, and one handed from thread to thread
         store.close()
         assert connections.count() == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_store_dropped_without_close_closes_its_connections(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    import gc
+
+    url = (
+        f"sqlite:///{tmp_path / 'dropped.db'}"
+        if backend == "sqlite"
+        else str(request.getfixturevalue("postgres_url"))
+    )
+    store = open_store(url)
+    store.append("s", [Message("user", "hello", id="m0")])
+    worker = threading.Thread(target=store.load, args=("s",))
+    worker.start()
+    worker.join()
+    held = store._connections._open  # type: ignore[attr-defined]
+    connections = list(held)
+    assert connections
+    del store, worker
+    gc.collect()
+    assert held == []
+    for conn in connections:
+        assert conn.closed if backend == "postgres" else _closed_sqlite(conn)
+
+
+def _closed_sqlite(conn: sqlite3.Connection) -> bool:
+    try:
+        conn.execute("SELECT 1")
+    except sqlite3.ProgrammingError:
+        return True
+    return False

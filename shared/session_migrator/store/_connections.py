@@ -54,6 +54,8 @@ class ThreadConnections(Generic[C]):
         self._open: list[C] = []  # every connection not closed, leased or idle
         self._idle: list[C] = []
         self.closed = False
+        # a store dropped without close(): its connections are closed as it is collected
+        weakref.finalize(self, _close_each, self._open, close)
 
     def get(self) -> C:
         """The calling thread's connection (opened, or taken from a thread that ended)."""
@@ -113,15 +115,23 @@ class ThreadConnections(Generic[C]):
         """Close every connection; :meth:`get` then fails."""
         with self._guard:
             self.closed = True
-            connections, self._open, self._idle = self._open, [], []
+            connections = list(self._open)
+            self._open.clear()  # (the same list: the finalizer above holds it)
+            self._idle.clear()
         for conn in connections:
             self._close(conn)
         self._local = threading.local()
 
 
 def _release(owner: weakref.ref[ThreadConnections[C]], conn: C) -> None:
-    """A thread ended (its lease freed): its connection goes back to ``owner`` (with the owner
-    gone, nothing holds the connection any more and it is closed as it is collected)."""
+    """A thread ended (its lease freed): its connection goes back to ``owner`` (gone: its
+    finalizer closed every connection)."""
     connections = owner()
     if connections is not None:
         connections._take_back(conn)
+
+
+def _close_each(connections: list[C], close: Callable[[C], None]) -> None:
+    for conn in list(connections):
+        close(conn)
+    connections.clear()

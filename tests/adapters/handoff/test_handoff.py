@@ -200,3 +200,78 @@ async def test_llamaindex_then_langchain_then_llamaindex(store_url: str, kit: An
 def _take(items: Iterator[AIMessage], n: int) -> Iterator[AIMessage]:
     for _ in range(n):
         yield next(items)
+
+
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9aw"
+    "AAAABJRU5ErkJggg=="
+)
+WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
+PDF = "JVBERi0xLjQKJcfsj6IKMSAwIG9iago8PD4+CmVuZG9iagp0cmFpbGVyCjw8Pj4KJSVFT0YK"
+
+
+def test_media_blocks_cross_between_the_frameworks(store_url: str) -> None:
+    """LangChain's standard image, audio and file blocks reach a LlamaIndex model as its own
+    blocks, and LlamaIndex's audio and document blocks reach a LangChain model as blocks the
+    OpenAI format takes (the data unchanged both ways)."""
+    from langchain_core.messages import convert_to_openai_messages
+    from llama_index.core.base.llms.types import AudioBlock, DocumentBlock, ImageBlock, TextBlock
+
+    content: list[Any] = [
+        {"type": "text", "text": "What is in these?"},
+        {"type": "image", "base64": PNG, "mime_type": "image/png"},
+        {"type": "image", "url": "https://example.com/a.png"},
+        {"type": "image", "source_type": "base64", "data": PNG, "mime_type": "image/png"},
+        {"type": "audio", "base64": WAV, "mime_type": "audio/wav"},
+        {"type": "file", "base64": PDF, "mime_type": "application/pdf", "filename": "a.pdf"},
+    ]
+    lc = FittedChatMessageHistory("media", store=store_url)
+    lc.add_messages([HumanMessage(content, id="u0"), AIMessage("Noted.", id="a0")])
+    li = SessionMigratorMemory.from_defaults(chat_store_key="media", store=store_url)
+    blocks = li.get_all()[0].blocks
+    assert [type(b) for b in blocks] == [
+        TextBlock, ImageBlock, ImageBlock, ImageBlock, AudioBlock, DocumentBlock
+    ]  # fmt: skip
+    image, linked, old_style, audio, document = blocks[1:]
+    assert isinstance(image, ImageBlock)
+    assert image.image is not None
+    assert image.image.decode() == PNG
+    assert isinstance(linked, ImageBlock)
+    assert str(linked.url) == "https://example.com/a.png"
+    assert isinstance(old_style, ImageBlock)
+    assert old_style.image_mimetype == "image/png"
+    assert isinstance(audio, AudioBlock)
+    assert audio.format == "wav"
+    assert audio.audio is not None
+    assert audio.audio.decode() == WAV
+    assert isinstance(document, DocumentBlock)
+    assert document.title == "a.pdf"
+    assert document.data is not None
+    assert document.data.decode() == PDF
+    assert lc.full_messages[0].content == content  # LangChain reads its own blocks back as sent
+
+    li.put(
+        ChatMessage(
+            role="user",
+            blocks=[
+                TextBlock(text="And these?"),
+                AudioBlock(audio=WAV.encode(), format="wav"),
+                DocumentBlock(
+                    data=PDF.encode(), document_mimetype="application/pdf", title="b.pdf"
+                ),
+            ],
+        )
+    )
+    sent = convert_to_openai_messages(lc.full_messages[-1:])
+    assert isinstance(sent, list)
+    parts = sent[0]["content"]
+    assert [p["type"] for p in parts] == ["text", "input_audio", "file"]
+    assert parts[1]["input_audio"] == {"data": WAV, "format": "wav"}
+    assert parts[2]["file"]["file_data"] == f"data:application/pdf;base64,{PDF}"
+    assert parts[2]["file"]["filename"] == "b.pdf"
+    assert li.get_all()[-1].blocks[1:] == [
+        AudioBlock(audio=WAV.encode(), format="wav"),
+        DocumentBlock(data=PDF.encode(), document_mimetype="application/pdf", title="b.pdf"),
+    ]  # LlamaIndex reads its own blocks back exactly
+    lc.close()
+    li.store.close()
