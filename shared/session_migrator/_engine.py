@@ -250,9 +250,15 @@ class _Engine:
             )
         if sum(costs) <= limit or not system:
             return system, []
-        # the system prompt alone is over the budget: cut it to half the room, the small
-        # messages kept whole and the large ones sharing the rest (max-min fair)
-        target_total = max(limit // 2, 0)
+        # the system prompt alone is over the budget: cut it to half the room, or to what a
+        # smaller conversation leaves; the small messages kept whole and the large ones sharing
+        # the rest (max-min fair)
+        rest = 0
+        for unit in reversed(layout.units):  # (counted only up to half the room)
+            rest += layout.unit_cost(unit, messages, counter)
+            if rest >= limit - limit // 2:
+                break
+        target_total = max(limit // 2, limit - rest, 0)
         shares = [0] * len(system)
         remaining = target_total
         by_size = sorted(range(len(system)), key=lambda k: costs[k])

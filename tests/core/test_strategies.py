@@ -645,6 +645,18 @@ def test_a_huge_system_prompt_is_cut_inside_and_kept() -> None:
     in_budget_and_valid(result.messages, result.report.budget, O200K)
 
 
+@pytest.mark.parametrize("strategy", ["trim", "auto"])
+def test_a_huge_system_prompt_takes_the_room_a_short_conversation_leaves(strategy: str) -> None:
+    messages = [Message("system", "Rule: " + "always be precise. " * 5_000, id="sys")]
+    messages += chat(3, system=False)
+    result = migrate(messages, window(2_000), strategy=strategy)
+    report = result.report
+    in_budget_and_valid(result.messages, 2_000, O200K)
+    assert report.truncated_ids == ["sys"]
+    assert [m.id for m in result.messages][1:] == [m.id for m in messages[1:]]  # all kept
+    assert report.tokens_after > 0.9 * 2_000  # not half the room for the system prompt
+
+
 # -- fitting on cached counts ------------------------------------------------------------------
 
 
