@@ -112,7 +112,11 @@ class _Engine:
             # the part left out takes (often little or nothing), so the cut-down turn gets the
             # rest, as in trim
             units = layout.units
-            left = sum(layout.unit_cost(units[k], messages, counter) for r in recent.cut for k in r)
+            left = 0
+            for k in (k for r in reversed(recent.cut) for k in reversed(r)):
+                left += layout.unit_cost(units[k], messages, counter)
+                if left >= extra_room:
+                    break  # (the older units need not be counted to know)
             need = left + self._note_reserve(messages, layout, counter) if left else 0
             if need < extra_room:
                 recent = fit_recent(messages, layout, available - need - reserve, counter)
