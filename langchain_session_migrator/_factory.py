@@ -20,7 +20,7 @@ from langchain_session_migrator._history import (
     _as_summarizer,
     _SessionState,
 )
-from langchain_session_migrator._models import model_map, window_for
+from langchain_session_migrator._models import model_map, model_name, window_for
 from session_migrator import ModelWindow
 from session_migrator._fit import check_slack
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
@@ -143,6 +143,10 @@ class FittedHistoryFactory:
 
     def _register(self, key: str, model: Any) -> None:
         window = window_for(model)
+        if not isinstance(model, str | ModelWindow) and model_name(model) is None:
+            # a model that reports no name (its window is named by its class) goes by its key,
+            # so two of one class stay apart (in the migration log, say)
+            window = window.with_changes(name=key)
         self._models[key] = window
         self.watcher.register(window, name=key)
 

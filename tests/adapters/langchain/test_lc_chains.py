@@ -363,6 +363,34 @@ def test_a_long_question_after_short_ones_still_fits_the_small_model(
         kit.assert_paired(sent)
 
 
+def test_models_without_names_are_told_apart_by_their_keys(
+    store_url: str,
+    kit: Any,
+    with_history: Callable[..., Any],
+    make_factory: Callable[..., FittedHistoryFactory],
+) -> None:
+    # two profile-only models of one class: their windows go by the configurable keys, so the
+    # switches between them are fitted and logged
+    big = kit.make_model("", 100_000, 1_000)
+    small = kit.make_model("", 1_500, 200)
+    llm = switchable(big, small)
+    history = make_factory(store=store_url, llm=llm)
+    assert (history.resolve("big").name, history.resolve("small").name) == ("big", "small")
+    chain = with_history(
+        PROMPT | llm, history, input_messages_key="input", history_messages_key="history",
+        history_factory_config=history.config_specs,
+    ).with_config(callbacks=[history.watcher])  # fmt: skip
+    for n, model in enumerate(["big"] * 12 + ["small", "big", "small"]):
+        chain.invoke(
+            {"input": question(n) + " detail" * 40},
+            {"configurable": {"session_id": "s", "model": model}},
+        )
+    moves = [(r.from_model, r.to_model) for r in history.store.migrations("s")]
+    assert moves == [(None, "big"), ("big", "small"), ("small", "big"), ("big", "small")]
+    budget, counter = kit.budget_of(small)
+    assert kit.tokens_sent(small.received[-1], counter) <= budget
+
+
 def test_init_chat_model_names_select_the_fit(
     with_history: Callable[..., Any], make_factory: Any
 ) -> None:
