@@ -28,6 +28,7 @@ from typing import Any
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Session, ToolCall
 from session_migrator.importers._common import (
+    SHAPE_ERRORS,
     Conversation,
     ImportResult,
     Record,
@@ -35,6 +36,8 @@ from session_migrator.importers._common import (
     image_part,
     read_jsonl,
     result_text,
+    shape_error,
+    skip_malformed,
     stable_id,
     text_or_parts,
     text_part,
@@ -74,17 +77,26 @@ def import_claude_code(
     )
     sid = session_id or source_id or path.stem
     reader = _Reader(stats, key=sid)
-    reader.scan(records)
-    for rec in _select(entries, records, stats):
-        reader.entry(rec)
-    reader.flush()
-    messages = reader.conversation.build()
+    try:
+        reader.scan(records)
+        for rec in _select(entries, records, stats):
+            try:
+                reader.entry(rec)
+            except ImportFormatError:
+                raise
+            except SHAPE_ERRORS as exc:
+                skip_malformed(stats, rec, exc)
+        reader.flush()
+        messages = reader.conversation.build()
+        metadata = reader.metadata(path, source_id)
+    except ImportFormatError:
+        raise
+    except SHAPE_ERRORS as exc:
+        raise shape_error(path, exc) from exc
     if not messages:
         stats.warnings.append("no messages in this session")
     return ImportResult(
-        session=Session(
-            sid, tuple(messages), workspace=workspace, metadata=reader.metadata(path, source_id)
-        ),
+        session=Session(sid, tuple(messages), workspace=workspace, metadata=metadata),
         path=path,
         skipped=dict(stats.skipped),
         repaired=dict(stats.repaired),
@@ -94,7 +106,12 @@ def import_claude_code(
 
 
 def _is_message(data: Mapping[str, Any]) -> bool:
-    return data.get("type") in _MESSAGE_TYPES and isinstance(data.get("message"), Mapping)
+    kind = data.get("type")
+    return (
+        isinstance(kind, str)
+        and kind in _MESSAGE_TYPES
+        and isinstance(data.get("message"), Mapping)
+    )
 
 
 def _uuid(rec: Record) -> str | None:
@@ -214,8 +231,8 @@ class _Reader:
             if kind == "summary":
                 if isinstance(data.get("summary"), str):
                     self.title = data["summary"]
-            elif kind in _IGNORED_TYPES:
-                self.stats.skip(str(kind))
+            elif isinstance(kind, str) and kind in _IGNORED_TYPES:
+                self.stats.skip(kind)
             else:
                 key = f"unknown:{kind}" if isinstance(kind, str) else "unknown"
                 self.stats.skip(key)

@@ -31,6 +31,7 @@ from typing import Any, cast
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Role, Session, ToolCall
 from session_migrator.importers._common import (
+    SHAPE_ERRORS,
     Conversation,
     ImportResult,
     Record,
@@ -38,6 +39,8 @@ from session_migrator.importers._common import (
     image_part,
     read_jsonl,
     result_text,
+    shape_error,
+    skip_malformed,
     stable_id,
     text_or_parts,
     text_part,
@@ -83,10 +86,15 @@ def import_codex(
             f"{path}: line {first.line}: no Codex rollout lines (session_meta, response_item, "
             "...) found; is it a Claude Code session? Try `session-migrator import claude-code`."
         )
-    messages = reader.conversation.build()
+    try:
+        messages = reader.conversation.build()
+        metadata = reader.metadata(path, source_id)
+    except ImportFormatError:
+        raise
+    except SHAPE_ERRORS as exc:
+        raise shape_error(path, exc) from exc
     if not messages:
         stats.warnings.append("no messages in this session")
-    metadata = reader.metadata(path, source_id)
     return ImportResult(
         session=Session(sid, tuple(messages), workspace=workspace, metadata=metadata),
         path=path,
@@ -127,22 +135,32 @@ class _Reader:
 
     def read(self, records: list[Record]) -> None:
         for index, rec in enumerate(records):
-            data = rec.data
-            kind = data.get("type")
-            payload = data.get("payload")
-            if kind in _LINE_TYPES and isinstance(payload, Mapping):
-                self.recognised += 1
-                self._line(rec, cast(str, kind), payload)
-            elif index == 0 and kind is None and "id" in data and "timestamp" in data:
-                self.recognised += 1  # the older layout: a bare meta object first
-                self._session_meta(data)
-            elif kind in _ITEM_TYPES:
-                self.recognised += 1  # the older layout: bare response items
-                self._item(rec, data)
-            elif "record_type" in data:
-                self.stats.skip("record_type")
-            else:
-                self._skip_unknown(f"line type {kind!r}" if kind else "line without a type", kind)
+            try:
+                self._record(index, rec)
+            except ImportFormatError:
+                raise
+            except SHAPE_ERRORS as exc:
+                skip_malformed(self.stats, rec, exc)
+
+    def _record(self, index: int, rec: Record) -> None:
+        data = rec.data
+        kind = data.get("type")
+        if not isinstance(kind, str | None):
+            kind = repr(kind)  # (a list or an object where the line type belongs)
+        payload = data.get("payload")
+        if kind in _LINE_TYPES and isinstance(payload, Mapping):
+            self.recognised += 1
+            self._line(rec, kind, payload)
+        elif index == 0 and kind is None and "id" in data and "timestamp" in data:
+            self.recognised += 1  # the older layout: a bare meta object first
+            self._session_meta(data)
+        elif kind in _ITEM_TYPES:
+            self.recognised += 1  # the older layout: bare response items
+            self._item(rec, data)
+        elif "record_type" in data:
+            self.stats.skip("record_type")
+        else:
+            self._skip_unknown(f"line type {kind!r}" if kind else "line without a type", kind)
 
     def _skip_unknown(self, what: str, kind: object) -> None:
         key = f"unknown:{kind}" if isinstance(kind, str) else "unknown"

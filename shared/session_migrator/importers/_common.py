@@ -30,7 +30,20 @@ from typing import Any
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import MARKER_KEY, ContentPart, Message, Role, Session, ToolCall
 
-__all__ = ["Conversation", "ImportResult", "Record", "Stats", "read_jsonl", "stable_id"]
+__all__ = [
+    "SHAPE_ERRORS",
+    "Conversation",
+    "ImportResult",
+    "Record",
+    "Stats",
+    "read_jsonl",
+    "shape_error",
+    "skip_malformed",
+    "stable_id",
+]
+
+#: What reading a field of an unexpected type raises (a list where a string was, ...).
+SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError)
 
 #: Text of the result synthesised for a tool call whose result is not in the file.
 PLACEHOLDER_RESULT = (
@@ -394,3 +407,20 @@ def iter_strings(value: Any) -> Iterator[str]:
 def result_text(value: Any) -> str:
     """A tool result as one string."""
     return "\n".join(iter_strings(value))
+
+
+def skip_malformed(stats: Stats, rec: Record, exc: BaseException) -> None:
+    """Count ``rec`` as skipped: one of its fields has a shape the importer does not know."""
+    stats.skip("malformed")
+    stats.warnings.append(
+        f"line {rec.line}: skipped: a field has a shape this importer does not know "
+        f"({type(exc).__name__}: {exc})"
+    )
+
+
+def shape_error(path: Path, exc: BaseException) -> ImportFormatError:
+    """The error for a file whose entries have a shape the importer cannot read at all."""
+    return ImportFormatError(
+        f"{path}: an entry has a shape this importer does not know ({type(exc).__name__}: "
+        f"{exc}); nothing was imported from this file"
+    )
