@@ -10,6 +10,13 @@ conversation to whichever model reads it, and lossless ``ChatMessage`` conversio
 (1, 1)
 """
 
+from session_migrator import MissingDependencyError
+
+try:
+    import llama_index.core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise MissingDependencyError("The LlamaIndex adapter", "llamaindex") from exc
+
 from llamaindex_session_migrator._convert import (
     LLAMAINDEX_KEY,
     from_chat_message,

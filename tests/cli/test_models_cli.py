@@ -243,3 +243,28 @@ def test_real_subprocess(conversation: Path) -> None:
     assert unknown.returncode == 2
     assert unknown.stderr.startswith("error: Unknown model")
     assert "Traceback" not in unknown.stderr
+
+
+def test_a_missing_encoding_is_a_one_line_note(conversation: Path) -> None:
+    """Without tiktoken's files the counts are estimates: the CLI says so in one line, not in
+    Python's warning format (with the source line that raised it)."""
+    code = f"""
+import sys
+from session_migrator import _encodings
+_encodings.encoding_search_paths = lambda: []  # no copy of the encodings anywhere
+from session_migrator.cli import main
+sys.exit(main(["count", {str(conversation)!r}, "--model", "gpt-4o"]))
+"""
+    result = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "TIKTOKEN_CACHE_DIR": "/nonexistent", "DATA_GYM_CACHE_DIR": "/none"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "(estimated" in result.stdout
+    notes = [line for line in result.stderr.splitlines() if line]
+    assert len(notes) == 1
+    assert notes[0].startswith("note: No local copy of tiktoken's o200k_base encoding")

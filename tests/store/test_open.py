@@ -162,3 +162,45 @@ def test_the_public_surface_is_pinned() -> None:
     ]
     for name in store_package.__all__:
         assert getattr(store_package, name).__module__.startswith("session_migrator.store.")
+
+
+def test_a_store_whose_folder_cannot_be_made_is_a_store_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from session_migrator.cli import main
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    url = f"sqlite:///{blocker / 'sub' / 'x.db'}"
+    with pytest.raises(StoreError, match=r"cannot open the SQLite store .*Not a directory"):
+        open_store(url)
+    assert main(["sessions", "list", "--store", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot open the SQLite store")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("hidden", "package", "extra"),
+    [
+        ("llama_index", "llamaindex_session_migrator", "llamaindex"),
+        ("langchain_core", "langchain_session_migrator", "langchain"),
+    ],
+)
+def test_an_adapter_without_its_framework_names_the_extra(
+    hidden: str, package: str, extra: str
+) -> None:
+    result = _run(
+        f"""
+        import sys
+        sys.modules[{hidden!r}] = None  # the framework is not installed
+        sys.modules[{hidden + ".core"!r}] = None
+        from session_migrator import MissingDependencyError
+        try:
+            import {package}
+        except MissingDependencyError as exc:
+            print("install:", exc.install)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"install: pip install 'session-migrator[{extra}]'" in result.stdout

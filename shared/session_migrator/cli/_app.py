@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from session_migrator._errors import (
     SessionMigratorError,
@@ -38,6 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _note(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -46,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(handler(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = _note  # one line on stderr, not Python's warning format
+            return int(handler(args))
     except (SessionMigratorError, CliError) as exc:
         if isinstance(exc, UnknownModelError):
             exc = exc.with_remedy(UNKNOWN_MODEL_REMEDY)

@@ -101,9 +101,10 @@ class SQLiteStore(BaseSessionStore):
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             migrate(self._conn(), str(self.path))
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:  # (OSError: its folder cannot be made)
             self.close()
-            raise StoreError(f"cannot open the SQLite store {str(self.path)!r}: {exc}") from exc
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise StoreError(f"cannot open the SQLite store {str(self.path)!r}: {reason}") from exc
         except BaseException:
             self.close()
             raise
