@@ -147,17 +147,8 @@ def _import_all(
 
 
 def _store(store: BaseSessionStore, result: ImportResult) -> int:
-    """Append the session in one atomic call; refresh the source facts of a known session."""
-    session = result.session
-    if not session.messages:
-        return 0
-    known = store.get_session(session.id)
-    added = store.append(
-        session.id, session.messages, workspace=session.workspace, metadata=session.metadata
-    )
-    if known is not None:
-        store.set_metadata(session.id, {**known.metadata, **session.metadata})
-    return added
+    """Store the session (see :meth:`ImportResult.save`)."""
+    return result.save(store)
 
 
 def _migrate_and_write(

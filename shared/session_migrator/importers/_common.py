@@ -25,10 +25,13 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import MARKER_KEY, ContentPart, Message, Role, Session, ToolCall
+
+if TYPE_CHECKING:
+    from session_migrator.store import BaseSessionStore
 
 __all__ = [
     "SHAPE_ERRORS",
@@ -84,6 +87,39 @@ class ImportResult:
         """The source model's real input token count on its last request, if recorded."""
         value = self.session.metadata.get("observed_input_tokens")
         return value if isinstance(value, int) else None
+
+    def save(self, store: BaseSessionStore) -> int:
+        """Store the session; returns how many messages were newly stored. Idempotent.
+
+        A session imported before from a file that has grown since (a session still being
+        written) gets what changed: from the first stored message the file now has differently
+        (a placeholder result whose real result came, a response that gained tool calls), the
+        stored messages of this file are replaced by the file's, in its order. Messages stored
+        from elsewhere are kept; the session's metadata is refreshed with the file's.
+        """
+        session = self.session
+        if not session.messages:
+            return 0
+        known = store.get_session(session.id)
+        if known is not None:
+            stored = {m.id: m for m in store.load(session.id)}
+            first = next(
+                (
+                    k
+                    for k, m in enumerate(session.messages)
+                    if m.id in stored and stored[m.id] != store.stored_form(m)
+                ),
+                None,
+            )
+            if first is not None:
+                stale = [m.id for m in session.messages[first:] if m.id in stored]
+                store.delete_messages(session.id, stale)
+        added = store.append(
+            session.id, session.messages, workspace=session.workspace, metadata=session.metadata
+        )
+        if known is not None:
+            store.set_metadata(session.id, {**known.metadata, **session.metadata})
+        return added
 
     def summary(self) -> dict[str, Any]:
         """A JSON-serialisable digest: ids, counts, skips, repairs and warnings."""
