@@ -139,7 +139,7 @@ def name_candidates(name: str) -> tuple[str, ...]:
 # -- tokenizer families --------------------------------------------------------------------------
 
 _OPENAI_O200K = re.compile(
-    r"(?:gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-[5-9]|gpt-\d\d|o[1-9]|gpt-oss|codex-mini"
+    r"(?:gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-[5-9]|gpt-(?!35)\d\d|o[1-9]|gpt-oss|codex-mini"
     r"|gpt-audio|gpt-realtime|chatgpt)(?:$|[-.:])"
 )
 _OPENAI_CL100K = re.compile(r"(?:gpt-4|gpt-3\.5|gpt-35)(?:$|[-.:])")

@@ -153,6 +153,9 @@ def test_route_name_keeps_dates_and_versions() -> None:
         ("gpt-4", "cl100k_base"),
         ("gpt-4-turbo", "cl100k_base"),
         ("gpt-3.5-turbo", "cl100k_base"),
+        ("gpt-35-turbo", "cl100k_base"),  # Azure's name for it
+        ("gpt-35-turbo-16k-0613", "cl100k_base"),
+        ("gpt-10", "o200k_base"),
         ("claude-3-5-sonnet-20240620", "claude"),
         ("claude-opus-4-6", "claude"),
         ("claude-opus-4-7", "claude-4.7"),
@@ -182,6 +185,12 @@ def test_route_name_keeps_dates_and_versions() -> None:
 )
 def test_infer_tokenizer(name: str, family: str) -> None:
     assert infer_tokenizer(name) == family
+
+
+def test_every_bundled_openai_model_has_the_tokenizer_its_name_says() -> None:
+    assert lookup_model("azure/gpt-35-turbo").tokenizer == "cl100k_base"
+    for window in known_models("gpt-35"):
+        assert window.tokenizer == "cl100k_base", window.name
 
 
 def test_misspelt_name_raises_with_suggestion() -> None:
