@@ -275,9 +275,12 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
 
     @messages.setter
     def messages(self, value: Sequence[BaseMessage]) -> None:
-        """Replace the whole log with ``value``."""
+        """Replace the whole log with ``value`` (converted first: a message that cannot be stored
+        raises before anything is deleted)."""
+        core = self._storable(value)
         self.clear()
-        self.add_messages(value)
+        self._state.fitter.append(core)
+        self._take_observation()
 
     async def aget_messages(self) -> list[BaseMessage]:
         """:attr:`messages`, with the store and any summarizer called in a worker thread."""
@@ -371,12 +374,15 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append ``messages`` to the store (idempotent by id; ids are assigned when missing)."""
-        core = [
+        self._state.fitter.append(self._storable(messages))
+        self._take_observation()
+
+    @staticmethod
+    def _storable(messages: Sequence[BaseMessage]) -> list[Message]:
+        return [
             storable(message_to_core(m, id=uuid.uuid4().hex if m.id is None else None))
             for m in messages
         ]
-        self._state.fitter.append(core)
-        self._take_observation()
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """:meth:`add_messages` in a worker thread."""

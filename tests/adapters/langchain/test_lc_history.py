@@ -356,3 +356,19 @@ def test_an_offloaded_tool_output_reads_the_same_in_the_writer_and_elsewhere(
     assert writer.full_messages == reader.full_messages
     original = writer_store.load("s", full=True)[2]
     assert original.text == big_output  # nothing lost
+
+
+def test_replacing_the_log_with_a_message_that_cannot_be_stored_keeps_the_log(
+    make_history: Any,
+) -> None:
+    from langchain_core.messages import FunctionMessage
+
+    from session_migrator import InvalidMessageError
+
+    history = make_history("s", store="memory://")
+    history.add_messages([HumanMessage("important 1", id="i1"), AIMessage("important 2", id="i2")])
+    with pytest.raises(InvalidMessageError, match="FunctionMessage"):
+        history.messages = [HumanMessage("new"), FunctionMessage(name="f", content="legacy")]
+    assert [m.content for m in history.full_messages] == ["important 1", "important 2"]
+    history.messages = [HumanMessage("new", id="n1")]
+    assert [m.content for m in history.full_messages] == ["new"]
