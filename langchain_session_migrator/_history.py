@@ -186,6 +186,8 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         reserve_tokens: int | None,
         configured: ModelWindow | None,
     ) -> None:
+        if reserve_tokens is not None and reserve_tokens < 0:
+            raise ValueError(f"reserve_tokens must not be negative, got {reserve_tokens}")
         self.session_id = session_id
         self.watcher = watcher
         self.reserve_tokens = reserve_tokens

@@ -89,6 +89,8 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         max_cached_messages: int = 50_000,
     ) -> None:
         super().__init__()
+        if reserve_tokens < 0:
+            raise ValueError(f"reserve_tokens must not be negative, got {reserve_tokens}")
         self.strategy = strategy
         self.summarizer = _as_summarizer(summarizer)
         self.reserve_output = reserve_output

@@ -89,8 +89,18 @@ class Budget:
             most = int(window.context_window * output_fraction)
             out = window.max_output_tokens if window.max_output_tokens is not None else most
             reserve_output = min(out, most)
-        if reserve_output < 0:
-            raise ValueError("reserve_output must not be negative")
+        for label, value in (
+            ("reserve_output", reserve_output),
+            ("extra_reserved", extra_reserved),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{label} must be a whole number of tokens, got {value!r}")
+            if value < 0:
+                raise ValueError(f"{label} must not be negative, got {value}")
+        if not 0 <= safety_margin < 1:
+            raise ValueError(
+                f"safety_margin must be a share from 0 to below 1, got {safety_margin}"
+            )
         raw = min(window.max_input_tokens, window.context_window - reserve_output) - extra_reserved
         margin = 0 if exact else int(raw * safety_margin)
         tokens = max(0, raw - margin)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -242,3 +243,19 @@ def test_gpt5_input_cap_is_the_budget() -> None:
     p = plan(session(), "gpt-5")
     assert p.window.max_input_tokens < p.window.context_window
     assert p.budget.tokens == p.window.max_input_tokens
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"extra_reserved": -5_000}, ValueError, "extra_reserved must not be negative"),
+        ({"reserve_output": 1.5}, TypeError, "reserve_output must be a whole number"),
+        ({"reserve_output": True}, TypeError, "reserve_output must be a whole number"),
+        ({"safety_margin": -1.0}, ValueError, "safety_margin must be a share"),
+    ],
+)
+def test_a_budget_never_grows_past_the_window(
+    kwargs: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        Budget.for_window(target(1_000, max_output=100), exact=False, **kwargs)

@@ -372,3 +372,12 @@ def test_replacing_the_log_with_a_message_that_cannot_be_stored_keeps_the_log(
     assert [m.content for m in history.full_messages] == ["important 1", "important 2"]
     history.messages = [HumanMessage("new", id="n1")]
     assert [m.content for m in history.full_messages] == ["new"]
+
+
+def test_a_negative_reserve_is_refused(make_history: Any) -> None:
+    from langchain_session_migrator import FitToModelMiddleware
+
+    with pytest.raises(ValueError, match="reserve_tokens must not be negative"):
+        make_history("s", model="gpt-4", store="memory://", reserve_tokens=-5_000)
+    with pytest.raises(ValueError, match="reserve_tokens must not be negative"):
+        FitToModelMiddleware(reserve_tokens=-1)
