@@ -42,6 +42,24 @@ class ToolCall:
     name: str
     arguments: str = "{}"
 
+    def __post_init__(self) -> None:
+        for label in ("id", "name"):
+            value = getattr(self, label)
+            if not isinstance(value, str):
+                raise InvalidMessageError(
+                    f"a tool call's {label} must be a string, got {type(value).__name__}",
+                    field=f"tool_calls.{label}",
+                )
+        arguments: object = self.arguments
+        if isinstance(arguments, Mapping):  # what a LangChain tool call holds: kept as JSON
+            object.__setattr__(self, "arguments", json.dumps(arguments, ensure_ascii=False))
+        elif not isinstance(arguments, str):
+            raise InvalidMessageError(
+                "a tool call's arguments must be a JSON string (or a dict of them), got "
+                f"{type(arguments).__name__}",
+                field="tool_calls.arguments",
+            )
+
 
 @dataclass(frozen=True, slots=True)
 class ContentPart:
@@ -103,6 +121,7 @@ class Message:
         calls: object = self.tool_calls
         if isinstance(calls, list):
             object.__setattr__(self, "tool_calls", tuple(calls))
+        self._check_types()
         if self.role == "tool" and not self.tool_call_id:
             raise InvalidMessageError(
                 "a tool message needs the tool_call_id of the call it answers",
@@ -111,6 +130,32 @@ class Message:
         if self.tool_calls and self.role != "assistant":
             raise InvalidMessageError(
                 f"only assistant messages carry tool_calls, not {self.role!r}", field="tool_calls"
+            )
+
+    def _check_types(self) -> None:
+        content: object = self.content
+        if not isinstance(content, str) and not (
+            isinstance(content, tuple) and all(isinstance(p, ContentPart) for p in content)
+        ):
+            raise InvalidMessageError(
+                "content must be a string or a list of ContentPart, got "
+                f"{type(content).__name__}; use messages_from_openai(...) for OpenAI parts",
+                field="content",
+            )
+        calls: object = self.tool_calls
+        if not isinstance(calls, tuple) or not all(isinstance(c, ToolCall) for c in calls):
+            raise InvalidMessageError(
+                "tool_calls must be a list of ToolCall(id, name, arguments)", field="tool_calls"
+            )
+        for label in ("name", "tool_call_id"):
+            value = getattr(self, label)
+            if value is not None and not isinstance(value, str):
+                raise InvalidMessageError(
+                    f"{label} must be a string or None, got {type(value).__name__}", field=label
+                )
+        if not isinstance(self.id, str):
+            raise InvalidMessageError(
+                f"id must be a string, got {type(self.id).__name__}", field="id"
             )
 
     def __hash__(self) -> int:

@@ -17,6 +17,7 @@ from session_migrator import (
     messages_to_openai,
 )
 from session_migrator._messages import MARKER_KEY, as_messages
+from session_migrator.store import open_store
 
 ROUND_TRIPS: dict[str, dict[str, Any]] = {
     "plain user": {"role": "user", "content": "Hello", "id": "m1"},
@@ -302,3 +303,32 @@ def test_continuing_leaves_the_callers_ids_and_reads_nothing_for_them() -> None:
 
     own = [Message("user", "continue", id="client-7"), Message("user", "x", id="m000000-zz")]
     assert list(continuing(own, unread)) == own
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: Message("user", 5), "content"),  # type: ignore[arg-type]
+        (lambda: Message("user", {"a": 1}), "content"),  # type: ignore[arg-type]
+        (lambda: Message("user", ["plain string part"]), "content"),  # type: ignore[list-item]
+        (lambda: Message("user", "hi", name=5), "name"),  # type: ignore[arg-type]
+        (lambda: Message("user", "hi", id=5), "id"),  # type: ignore[arg-type]
+        (lambda: Message("assistant", "", tool_calls=[{"id": "c1"}]), "tool_calls"),  # type: ignore[list-item]
+        (lambda: Message("tool", "ok", tool_call_id=7), "tool_call_id"),  # type: ignore[arg-type]
+        (lambda: ToolCall("c1", "f", 3), "tool_calls.arguments"),  # type: ignore[arg-type]
+        (lambda: ToolCall(1, "f"), "tool_calls.id"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_badly_typed_message_is_refused_when_it_is_made(build: Any, field: str) -> None:
+    # (stored, it could not be read back: every later fit of the session would fail)
+    with pytest.raises(InvalidMessageError) as info:
+        build()
+    assert info.value.field == field
+
+
+def test_tool_call_arguments_given_as_a_dict_are_kept_as_json() -> None:
+    call = ToolCall("c1", "search", {"q": "Zürich", "n": 2})  # type: ignore[arg-type]
+    assert call.arguments == '{"q": "Zürich", "n": 2}'
+    fitter_store = open_store("memory://")
+    fitter_store.append("s", [Message("assistant", "", tool_calls=(call,), id="a")])
+    assert fitter_store.load("s")[0].tool_calls == (call,)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from session_migrator import ContentPart, Message, StoreError, ToolCall
+from session_migrator import ContentPart, InvalidMessageError, Message, StoreError, ToolCall
 from session_migrator.store import open_store
 
 TEXT = st.text(max_size=40) | st.sampled_from(["", "lone \ud800 surrogate", "東京 \x00 \u2028"])
@@ -106,9 +106,10 @@ def test_a_message_with_metadata_is_decoded_at_each_load() -> None:
 
 def test_it_refuses_what_the_other_backends_refuse() -> None:
     store = open_store("memory://")
-    bad = ToolCall("c1", "search", object())  # type: ignore[arg-type]
+    with pytest.raises(InvalidMessageError, match="arguments must be a JSON string"):
+        ToolCall("c1", "search", object())  # type: ignore[arg-type]
     with pytest.raises(StoreError, match="JSON"):
-        store.append("s", [Message("assistant", "", tool_calls=(bad,), id="a")])
+        store.append("s", [Message("assistant", "hi", id="a", extra={"x": object()})])
     assert store.load("s") == []
 
 
