@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from session_migrator._errors import BudgetError
 from session_migrator._fit import Ledger, build_units
 from session_migrator._messages import Message, Session, as_messages
-from session_migrator._result import broken_note
+from session_migrator._result import CompressionResult, broken_note
+from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import Compressor, _Strategy, get_strategy, latest_user_text
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import (
@@ -326,9 +328,17 @@ def _migrate(
         **extra,
     )
     report.decision = "compressed"
-    report.tokens_after = (
-        result.tokens if result.tokens is not None else counter.count_messages(result.messages)
-    )
+    if isinstance(compressor, _Strategy):
+        tokens_after = (
+            result.tokens if result.tokens is not None else counter.count_messages(result.messages)
+        )
+    else:  # a compressor of the caller's own: its result is checked, not trusted
+        tokens_after = _checked(compressor, result, decision.budget.tokens, counter)
+        report.notes.extend(
+            f"the result breaks a chat rule: {problem}"
+            for problem in chat_rule_violations(result.messages)
+        )
+    report.tokens_after = tokens_after
     report.messages_after = len(result.messages)
     report.dropped_ids = list(result.dropped_ids)
     report.summarized_ids = list(result.summarized_ids)
@@ -336,9 +346,29 @@ def _migrate(
     report.truncated_ids = list(result.truncated_ids)
     report.summary = result.summary.to_dict() if result.summary else None
     report.fallbacks = list(result.fallbacks)
-    report.notes = list(result.notes)
+    report.notes = [*result.notes, *report.notes]
     report.seconds = time.perf_counter() - started
     return MigrationResult(list(result.messages), report, result.summary)
+
+
+def _checked(compressor: Compressor, result: object, budget: int, counter: TokenCounter) -> int:
+    """What a custom compressor's result costs, counted here; a result that is not a
+    :class:`CompressionResult` or is over the budget raises (a model would reject it)."""
+    name = getattr(compressor, "name", type(compressor).__name__)
+    if not isinstance(result, CompressionResult):
+        raise TypeError(
+            f"compressor {name!r} returned {type(result).__name__}; compress() must return a "
+            "session_migrator.CompressionResult"
+        )
+    tokens = counter.count_messages(result.messages)
+    if tokens > budget:
+        raise BudgetError(
+            f"compressor {name!r} returned {tokens} tokens for a budget of {budget}; a "
+            "compressor must keep what it returns within the budget it is given",
+            budget=budget,
+            needed=tokens,
+        )
+    return tokens
 
 
 def _settled_broken(

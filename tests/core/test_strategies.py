@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -507,6 +508,43 @@ def test_a_custom_compressor_gets_the_budget_the_counter_and_the_query() -> None
     assert [m.id for m in result.messages] == ["last"]
     assert result.report.strategy == "keep-last"
     assert seen == {"budget": 500, "counter": O200K, "query": "the last question"}
+
+
+def test_a_custom_compressors_result_is_checked_not_trusted() -> None:
+    messages = chat(60, system=False)
+
+    class Over:
+        name = "over"
+
+        def compress(
+            self, messages: Sequence[Message], budget: int, *args: Any, **kwargs: Any
+        ) -> Any:
+            return CompressionResult(list(messages), tokens=10)  # over the budget, and says 10
+
+    class NotAResult:
+        name = "not-a-result"
+
+        def compress(self, messages: Sequence[Message], *args: Any, **kwargs: Any) -> Any:
+            return list(messages[-2:])
+
+    class Orphan:
+        name = "orphan"
+
+        def compress(self, messages: Sequence[Message], *args: Any, **kwargs: Any) -> Any:
+            stray = Message("tool", "stray", tool_call_id="nope", id="stray")
+            return CompressionResult([stray, messages[-1]])
+
+    with pytest.raises(BudgetError, match=r"compressor 'over' returned [0-9]+ tokens for a budget"):
+        migrate(messages, window(500), strategy=Over())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"must return a session_migrator\.CompressionResult"):
+        migrate(messages, window(500), strategy=NotAResult())  # type: ignore[arg-type]
+    report = migrate(messages, window(500), strategy=Orphan()).report  # type: ignore[arg-type]
+    assert report.tokens_after == O200K.count_messages(
+        [Message("tool", "stray", tool_call_id="nope", id="stray"), messages[-1]]
+    )
+    assert any(
+        "breaks a chat rule" in note and "no preceding call" in note for note in report.notes
+    )
 
 
 # -- budgets too small, and cutting inside -------------------------------------------------------
