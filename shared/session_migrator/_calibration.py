@@ -23,8 +23,10 @@ that fails keeps the factor in memory and logs, it never raises.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
 import os
 import tempfile
 import threading
@@ -166,10 +168,26 @@ def _clamp(value: float) -> float:
 def calibration_factor(model: str) -> float:
     """The learned correction for ``model``'s estimates (1.0 until calibrated)."""
     with _lock:
-        entry = _current().models.get(model)
+        models = _current().models
+        entry = models.get(model)
+        if entry is None and models:
+            entry = models.get(_model_key(model))  # (an alias of a calibrated model)
     if entry is None:
         return 1.0
     return float(entry["factor"])
+
+
+@functools.lru_cache(maxsize=4096)
+def _model_key(model: str) -> str:
+    """The name a model's factor is kept under: the name its window goes by (what the fits look
+    it up by), so ``anthropic/claude-3-haiku`` and ``claude-3-haiku`` are one model."""
+    from session_migrator._errors import UnknownModelError
+    from session_migrator._models import lookup_model, normalize_model_name
+
+    try:
+        return lookup_model(model).name
+    except (UnknownModelError, ValueError):
+        return normalize_model_name(model)
 
 
 def calibrate(model: str, *, estimated: int, observed: int, persist: bool = True) -> float:
@@ -180,7 +198,8 @@ def calibrate(model: str, *, estimated: int, observed: int, persist: bool = True
     each time, within [0.5, 2.0]; exact counters ignore it. The new factor is saved (unless
     ``persist=False``) and returned. Non-positive inputs change nothing.
     """
-    if estimated <= 0 or observed <= 0:
+    model = _model_key(model)
+    if not (0 < estimated < math.inf and 0 < observed < math.inf):  # (NaN compares false)
         return calibration_factor(model)
     with _lock:
         old = calibration_factor(model)
@@ -191,6 +210,8 @@ def calibrate(model: str, *, estimated: int, observed: int, persist: bool = True
 
 def reset_calibration(model: str | None = None) -> None:
     """Forget calibration for ``model`` (or for all models), on disk too."""
+    if model is not None:
+        model = _model_key(model)
     with _lock:
         state = _current()
         if model is None:
@@ -225,6 +246,7 @@ def recalibrate_from_exact(
     from session_migrator._model_names import infer_tokenizer
     from session_migrator._tokens import counter_for
 
+    model = _model_key(model)
     family = tokenizer or infer_tokenizer(model)
     estimate = counter_for(family)
     texts = [m.text for m in sample_messages if m.text.strip()]

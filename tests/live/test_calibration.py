@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from session_migrator import Message, _calibration, _tokens
+from session_migrator import Message, _calibration, _tokens, lookup_model, migrate
 from session_migrator._calibration import (
     calibrate,
     calibration_factor,
@@ -174,7 +174,9 @@ def test_recalibrate_from_exact_sets_the_measured_ratio() -> None:
     assert factor == expected
     forget_memory()
     assert calibration_factor("mistral-large") == expected
-    entry = json.loads(calibration_path().read_text())["models"]["mistral-large"]
+    # kept under the name the model's window goes by, as the fits look it up
+    key = lookup_model("mistral-large").name
+    entry = json.loads(calibration_path().read_text())["models"][key]
     assert entry["method"] == "exact"
     calibrated = counter_for("mistral", model="mistral-large")
     assert isinstance(calibrated, EstimatingCounter)
@@ -212,3 +214,21 @@ def test_recalibrate_skips_when_the_endpoint_fails(serve: Any) -> None:
     assert recalibrate_from_exact("claude-opus-4-7", exact, SAMPLES) == 1.0
     exact.close()
     assert not calibration_path().exists()
+
+
+@pytest.mark.parametrize(
+    "alias", ["claude-3-haiku", "anthropic/claude-3-haiku-20240307", "Claude-3-Haiku-20240307"]
+)
+def test_a_calibration_under_any_name_of_a_model_is_what_its_fits_use(alias: str) -> None:
+    messages = [Message("user", "What did the quarterly report say about churn? " * 20)]
+    before = migrate(messages, "claude-3-haiku-20240307").report.tokens_before
+    assert calibrate(alias, estimated=1_000, observed=2_000) == 1.5
+    for name in ("claude-3-haiku-20240307", alias):
+        after = migrate(messages, name).report.tokens_before
+        assert after > before * 1.4
+
+
+def test_a_calibration_from_nan_or_infinite_counts_changes_nothing() -> None:
+    calibrate("claude-3-haiku", estimated=100, observed=150)
+    for estimated, observed in ((100, float("nan")), (float("nan"), 100), (100, float("inf"))):
+        assert calibrate("claude-3-haiku", estimated=estimated, observed=observed) == 1.25
