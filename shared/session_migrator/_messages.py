@@ -234,16 +234,13 @@ class Message:
         if self.name is not None:
             out["name"] = self.name
         if self.tool_calls:
-            out["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in self.tool_calls
-            ]
-            if out["content"] == "" and self.extra.get("openai_null_content"):
-                out["content"] = None
+            # what a call held besides id and function (a provider's extra keys, such as
+            # Gemini's thought signature, or a custom tool call) goes back as it came
+            kept = self.extra.get("openai_tool_calls")
+            more: Mapping[str, Any] = kept if isinstance(kept, Mapping) else {}
+            out["tool_calls"] = [_call_to_openai(c, more.get(c.id)) for c in self.tool_calls]
+        if out["content"] == "" and self.extra.get("openai_null_content"):
+            out["content"] = None
         if self.tool_call_id is not None:
             out["tool_call_id"] = self.tool_call_id
         if self.extra.get("openai_role") == "developer" and self.role == "system":
@@ -258,7 +255,7 @@ class Message:
 
 
 _OPENAI_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "id"}
-_PRIVATE_EXTRA = {"openai_null_content", "openai_role"}
+_PRIVATE_EXTRA = {"openai_null_content", "openai_role", "openai_tool_calls"}
 
 
 def _part_from_openai(part: Any, index: int | None) -> ContentPart:
@@ -295,6 +292,30 @@ def _derived_id(data: Mapping[str, Any], index: int | None) -> str:
     blob = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
     digest = hashlib.blake2b(blob.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
     return f"m{index if index is not None else 0:06d}-{digest}"
+
+
+def _call_to_openai(call: ToolCall, kept: Any) -> dict[str, Any]:
+    """The OpenAI dict of ``call``, with what it held besides id and function (see
+    ``from_openai``): a custom tool call as it came, other keys beside the function."""
+    if isinstance(kept, Mapping) and kept.get("type") == "custom":
+        return {"id": call.id, **kept}
+    out: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+    if isinstance(kept, Mapping):
+        for key, value in kept.items():
+            if key == "function_extra" and isinstance(value, Mapping):
+                out["function"].update(value)
+            elif key == "type":
+                if value is None:
+                    del out["type"]  # (the call came without one)
+                else:
+                    out["type"] = value
+            else:
+                out[key] = value
+    return out
 
 
 def _from_openai(data: Mapping[str, Any], index: int | None) -> Message:
@@ -348,7 +369,17 @@ def _from_openai(data: Mapping[str, Any], index: int | None) -> Message:
     raw_calls = data.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise InvalidMessageError("tool_calls must be a list", index=index, field="tool_calls")
+    kept: dict[str, Any] = {}
     for c in raw_calls:
+        if isinstance(c, Mapping) and c.get("type") == "custom" and isinstance(c.get("id"), str):
+            custom = c.get("custom")
+            if isinstance(custom, Mapping) and isinstance(custom.get("name"), str):
+                payload = custom.get("input", "")
+                calls.append(
+                    ToolCall(c["id"], custom["name"], payload if isinstance(payload, str) else "")
+                )
+                kept[c["id"]] = {k: v for k, v in c.items() if k != "id"}
+                continue
         fn = c.get("function") if isinstance(c, Mapping) else None
         if not isinstance(fn, Mapping) or not isinstance(c.get("id"), str):
             raise InvalidMessageError(
@@ -364,6 +395,12 @@ def _from_openai(data: Mapping[str, Any], index: int | None) -> Message:
                 "a tool call's function needs a string 'name'", index=index, field="tool_calls"
             )
         calls.append(ToolCall(c["id"], fn["name"], args))
+        others = {k: v for k, v in c.items() if k not in ("id", "function", "type")}
+        fn_others = {k: v for k, v in fn.items() if k not in ("name", "arguments")}
+        if others or fn_others or c.get("type", "function") != "function":
+            kept[c["id"]] = {**others, "type": c.get("type"), "function_extra": fn_others}
+    if kept:
+        extra["openai_tool_calls"] = kept
     tool_call_id = data.get("tool_call_id")
     if tool_call_id is not None and not isinstance(tool_call_id, str):
         raise InvalidMessageError(

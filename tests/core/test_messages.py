@@ -332,3 +332,39 @@ def test_tool_call_arguments_given_as_a_dict_are_kept_as_json() -> None:
     fitter_store = open_store("memory://")
     fitter_store.append("s", [Message("assistant", "", tool_calls=(call,), id="a")])
     assert fitter_store.load("s")[0].tool_calls == (call,)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {  # Gemini (OpenAI-compatible): a thought signature that must go back with the call
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": "{}"},
+                    "extra_content": {"google": {"thought_signature": "SIG=="}},
+                }
+            ],
+        },
+        {  # a custom tool call (free-form input)
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c2", "type": "custom", "custom": {"name": "sql", "input": "SELECT 1"}}
+            ],
+        },
+        {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+    ],
+    ids=["extra-keys-on-a-call", "custom-tool-call", "null-content-with-refusal"],
+)
+def test_odd_but_valid_openai_messages_round_trip_through_the_store(
+    message: dict[str, Any],
+) -> None:
+    parsed = messages_from_openai([message])
+    store = open_store("memory://")
+    store.append("s", parsed)
+    back = messages_to_openai(store.load("s"), include_id=False)
+    assert back == [message]
