@@ -38,6 +38,17 @@ __all__ = ["ModelSource", "SessionMigratorMemory"]
 DEFAULT_RESERVE_SHARE = 0.10
 DEFAULT_RESERVE_CAP = 1024
 
+_NO_CHAT_STORE = (
+    "SessionMigratorMemory keeps the conversation in a session store: pass "
+    "store='sqlite:///path.db' (or 'memory://', 'redis://...', 'postgresql://...') instead of "
+    "chat_store"
+)
+_NOT_PORTABLE = (
+    "a SessionMigratorMemory holds a live session store and cannot be pickled, copied or "
+    "serialized: the conversation is in the store already; in another process open it with "
+    "SessionMigratorMemory.from_defaults(chat_store_key=..., store=<the same URL>)"
+)
+
 #: ``token_limit`` when none is given: the model's budget alone decides.
 _NO_CAP = 2**31 - 1
 
@@ -212,11 +223,26 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     def class_name(cls) -> str:
         return "SessionMigratorMemory"
 
+    # -- copies and serialization: a live store cannot travel ----------------------------------
+
+    def __getstate__(self) -> dict[Any, Any]:
+        raise TypeError(_NOT_PORTABLE)
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SessionMigratorMemory:
+        raise TypeError(_NOT_PORTABLE)
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        raise TypeError(_NOT_PORTABLE)
+
     @model_validator(mode="before")
     @classmethod
     def validate_memory(cls, values: Any) -> Any:
-        """Unlike the parent, ``token_limit`` is optional (the model's budget decides)."""
+        """Unlike the parent, ``token_limit`` is optional (the model's budget decides); a
+        ``chat_store`` is refused (the session store replaces it: its messages would be lost).
+        """
         if isinstance(values, dict):
+            if values.get("chat_store") is not None:
+                raise ValueError(_NO_CHAT_STORE)
             values.setdefault("token_limit", _NO_CAP)
             if values["token_limit"] < 1:
                 raise ValueError("token_limit must be greater than 0")
@@ -273,11 +299,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         if kwargs:
             raise ValueError(f"Unexpected kwargs: {kwargs}")
         if chat_store is not None:
-            raise ValueError(
-                "SessionMigratorMemory keeps the conversation in a session store: pass "
-                "store='sqlite:///path.db' (or 'memory://', 'redis://...', 'postgresql://...') "
-                "instead of chat_store"
-            )
+            raise ValueError(_NO_CHAT_STORE)
         memory = cls(
             token_limit=token_limit if token_limit is not None else _NO_CAP,
             tokenizer_fn=tokenizer_fn,

@@ -690,3 +690,31 @@ def test_deletes_by_another_process_are_seen_at_the_next_get(tmp_path: Path) -> 
     assert memory.get_all() == []
     memory.put(ChatMessage(role="user", content="hello again"))
     assert [m.content for m in memory.get()] == ["hello again"]
+
+
+def test_copying_or_serializing_fails_clearly_instead_of_moving_the_session(
+    make_memory: MemoryFactory,
+) -> None:
+    import copy
+    import pickle
+
+    from llama_index.core.storage.chat_store import SimpleChatStore
+
+    memory = make_memory()
+    memory.put(ChatMessage(role="user", content="Hello"))
+    for attempt in (
+        lambda: pickle.dumps(memory),
+        lambda: copy.deepcopy(memory),
+        lambda: memory.model_copy(deep=True),
+        memory.to_dict,
+        memory.to_string,
+    ):
+        with pytest.raises(TypeError, match="holds a live session store"):
+            attempt()
+    with pytest.raises(ValueError, match="instead of chat_store"):
+        SessionMigratorMemory(chat_store=SimpleChatStore(), chat_store_key="x")
+    with pytest.raises(ValueError, match="instead of chat_store"):
+        SessionMigratorMemory.from_dict(
+            ChatMemoryBuffer.from_defaults(chat_store_key="x").to_dict()
+        )
+    assert [m.content for m in memory.get_all()] == ["Hello"]  # nothing moved
