@@ -24,7 +24,7 @@ from langchain_session_migrator._models import model_map, model_name, window_for
 from session_migrator import ModelWindow
 from session_migrator._fit import check_slack
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
-from session_migrator._strategies import Compressor
+from session_migrator._strategies import Compressor, check_strategy
 from session_migrator._summarizers import Summarizer
 
 __all__ = ["FittedHistoryFactory"]
@@ -93,6 +93,7 @@ class FittedHistoryFactory:
         self.slack = check_slack(slack)  # before the store is opened, so a bad value leaks none
         self._owns_store = store is None or isinstance(store, str)
         self.store = open_store(store) if self._owns_store else store
+        check_strategy(strategy)  # (now, not at the first call)
         self.strategy = strategy
         self.summarizer = _as_summarizer(summarizer)
         self.model_key = model_key

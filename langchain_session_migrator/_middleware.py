@@ -30,7 +30,7 @@ from langchain_session_migrator._history import _as_summarizer
 from langchain_session_migrator._models import model_map, window_for
 from session_migrator import Message, ModelWindow, TokenCounter
 from session_migrator._migrate import MigrationReport, default_counter, migrate
-from session_migrator._strategies import Compressor
+from session_migrator._strategies import Compressor, check_strategy
 from session_migrator._summarizers import Summarizer, Summary
 
 __all__ = ["FitToModelMiddleware"]
@@ -91,6 +91,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         super().__init__()
         if reserve_tokens < 0:
             raise ValueError(f"reserve_tokens must not be negative, got {reserve_tokens}")
+        check_strategy(strategy)  # (now, not at the first call)
         self.strategy = strategy
         self.summarizer = _as_summarizer(summarizer)
         self.reserve_output = reserve_output

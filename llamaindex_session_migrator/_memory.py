@@ -26,7 +26,7 @@ from session_migrator import Message, ModelWindow
 from session_migrator._fit import check_slack
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._migrate import MigrationReport, MigrationResult, default_counter, migrate
-from session_migrator._strategies import Compressor, uses_query
+from session_migrator._strategies import Compressor, check_strategy, uses_query
 from session_migrator._summarizers import Summarizer
 from session_migrator._tokens import TOKENS_PER_MESSAGE
 from session_migrator.store import BaseSessionStore, open_store
@@ -298,6 +298,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         """
         if kwargs:
             raise ValueError(f"Unexpected kwargs: {kwargs}")
+        check_strategy(strategy)  # (now, not at the first get)
         if chat_store is not None:
             raise ValueError(_NO_CHAT_STORE)
         memory = cls(

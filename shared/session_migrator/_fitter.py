@@ -31,7 +31,7 @@ from session_migrator._migrate import (
     default_counter,
     resolve_target,
 )
-from session_migrator._strategies import Compressor
+from session_migrator._strategies import Compressor, check_strategy
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import TokenCounter
 from session_migrator._windows import ModelWindow
@@ -96,6 +96,7 @@ class SessionFitter:
         self.store: BaseSessionStore = (
             open_store(store) if store is None or isinstance(store, str) else store
         )
+        check_strategy(strategy)  # (now, not at the first fit)
         self.strategy = strategy
         self.summarizer = summarizer
         self.reserve_output = reserve_output

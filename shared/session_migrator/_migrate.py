@@ -37,6 +37,11 @@ def resolve_target(target: str | ModelWindow, **explicit: int | None) -> ModelWi
     ``explicit`` values (``context_window``, ``max_input_tokens``, ``max_output_tokens``) win.
     """
     given: dict[str, int] = {k: v for k, v in explicit.items() if v is not None}
+    if not isinstance(target, str | ModelWindow):
+        raise TypeError(
+            f"target must be a model name or a session_migrator.ModelWindow, got "
+            f"{type(target).__name__}"
+        )
     if isinstance(target, ModelWindow):
         if not given:
             return target
@@ -255,6 +260,18 @@ def _migrate(
     """
     started = time.perf_counter()
     window = resolve_target(target)
+    if counter is not None and not callable(getattr(counter, "count_message", None)):
+        raise TypeError(
+            f"counter must be a TokenCounter (e.g. counter_for('o200k_base')), got "
+            f"{type(counter).__name__}"
+        )
+    if query is not None and not isinstance(query, str):
+        raise TypeError(f"query must be a string, got {type(query).__name__}")
+    if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
+        raise TypeError(
+            "summarizer must be a Summarizer (an object with summarize(...), e.g. "
+            f"OpenAISummarizer()), got {type(summarizer).__name__}"
+        )
     counter = counter or default_counter(window)
     compressor = get_strategy(strategy, summarizer=summarizer)
     # count first: an online counter learns only while counting whether it fell back to estimates

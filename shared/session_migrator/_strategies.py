@@ -152,9 +152,30 @@ def uses_query(strategy: str | Compressor) -> bool:
     return not isinstance(strategy, str) or strategy in ("recall", "auto")
 
 
+def check_strategy(strategy: object) -> None:
+    """Raise unless ``strategy`` is a strategy name or a compressor (an instance)."""
+    if isinstance(strategy, str):
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
+            )
+        return
+    if isinstance(strategy, type):
+        raise TypeError(
+            f"strategy {strategy.__name__} is a class: pass an instance, "
+            f"e.g. strategy={strategy.__name__}()"
+        )
+    if not callable(getattr(strategy, "compress", None)):
+        raise TypeError(
+            f"strategy must be one of {', '.join(STRATEGIES)} or a Compressor (an object with "
+            f"compress(messages, budget, counter, query)), got {type(strategy).__name__}"
+        )
+
+
 def get_strategy(strategy: str | Compressor, *, summarizer: Summarizer | None = None) -> Compressor:
     """A compressor from a name (``auto``, ``trim``, ``summarize``, ``recall``) or itself."""
     if not isinstance(strategy, str):
+        check_strategy(strategy)
         return strategy
     if strategy == "trim":
         return TrimStrategy()

@@ -780,3 +780,50 @@ def test_a_tool_result_may_be_cut_to_empty_content() -> None:
     assert cut.tool_call_id == "c1"
     assert cut.marker is not None
     assert cut.marker["kind"] == "truncated"
+
+
+@pytest.mark.parametrize(
+    ("strategy", "error", "match"),
+    [
+        ("Trim", ValueError, "unknown strategy 'Trim'"),
+        (None, TypeError, "strategy must be one of"),
+        (42, TypeError, "strategy must be one of"),
+        (
+            TrimStrategy,
+            TypeError,
+            r"is a class: pass an instance, e\.g\. strategy=TrimStrategy\(\)",
+        ),
+    ],
+)
+def test_a_wrong_strategy_is_refused_where_it_is_given(
+    strategy: Any, error: type[Exception], match: str
+) -> None:
+    from langchain_session_migrator import FittedHistoryFactory, FitToModelMiddleware
+    from llamaindex_session_migrator import SessionMigratorMemory
+    from session_migrator import SessionFitter
+
+    with pytest.raises(error, match=match):
+        migrate(chat(2), window(1_000), strategy=strategy)
+    with pytest.raises(error, match=match):
+        SessionFitter("s", store="memory://", strategy=strategy)
+    with pytest.raises(error, match=match):
+        FittedHistoryFactory(store="memory://", model_key=None, strategy=strategy)
+    with pytest.raises(error, match=match):
+        FitToModelMiddleware(strategy=strategy)
+    with pytest.raises(error, match=match):
+        SessionMigratorMemory.from_defaults(store="memory://", strategy=strategy)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"target": 42}, "target must be a model name or a session_migrator.ModelWindow"),
+        ({"counter": "cl100k_base"}, "counter must be a TokenCounter"),
+        ({"query": 123}, "query must be a string"),
+        ({"summarizer": "openai"}, "summarizer must be a Summarizer"),
+    ],
+)
+def test_a_wrong_argument_type_says_what_is_expected(kwargs: dict[str, Any], match: str) -> None:
+    arguments: dict[str, Any] = {"target": window(1_000), **kwargs}
+    with pytest.raises(TypeError, match=match):
+        migrate(chat(2), **arguments)
