@@ -19,7 +19,7 @@ from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._convert import message_from_core, message_to_core, storable
 from langchain_session_migrator._models import window_for
 from langchain_session_migrator._summarizer import LangChainSummarizer
-from session_migrator import Budget, Message, ModelWindow, UnknownModelError
+from session_migrator import Budget, Message, ModelWindow, TokenCounter, UnknownModelError
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._migrate import MigrationReport, MigrationResult, default_counter
 from session_migrator._strategies import Compressor, uses_query
@@ -52,6 +52,18 @@ class _SessionState:
         # the question the log (length, last id) was last fitted for: the reads of one call
         # (before and after its model runs, with nothing added between) fit alike
         self.question: tuple[tuple[int, str | None], str] | None = None
+        # that question's tokens by a counter (question, counter name, tokens): each read of a
+        # call would tokenize it again
+        self.question_cost: tuple[str, str, int] | None = None
+
+    def question_tokens(self, question: str, counter: TokenCounter) -> int:
+        """What ``question``, as a user message, costs by ``counter`` (kept for the next read)."""
+        held = self.question_cost
+        if held is not None and held[0] == question and held[1] == counter.name:
+            return held[2]
+        tokens = counter.count_message(Message("user", question))
+        self.question_cost = (question, counter.name, tokens)
+        return tokens
 
     def to_langchain(self, messages: Sequence[Message]) -> list[BaseMessage]:
         out: list[BaseMessage] = []
@@ -262,7 +274,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             used = sum(counter.count_message(m) for m in self._overhead)
             if question is not None:
                 last = next((m for m in reversed(self._overhead) if m.role == "user"), None)
-                now = counter.count_message(Message("user", question))
+                now = self._state.question_tokens(question, counter)
                 used += max(0, now - (counter.count_message(last) if last is not None else 0))
             # at most half the budget: one huge prompt must not leave the history no room
             return min(-(-used // OVERHEAD_STEP) * OVERHEAD_STEP, budget // 2)
@@ -281,8 +293,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         raises before anything is deleted)."""
         core = self._storable(value)
         self.clear()
-        self._state.fitter.append(core)
-        self._take_observation()
+        self._append(core)
 
     async def aget_messages(self) -> list[BaseMessage]:
         """:attr:`messages`, with the store and any summarizer called in a worker thread."""
@@ -376,7 +387,10 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append ``messages`` to the store (idempotent by id; ids are assigned when missing)."""
-        self._state.fitter.append(self._storable(messages))
+        self._append(self._storable(messages))
+
+    def _append(self, core: list[Message]) -> None:
+        self._state.fitter.append(core)
         self._take_observation()
 
     @staticmethod

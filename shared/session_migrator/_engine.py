@@ -7,7 +7,7 @@ keep are listed there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from session_migrator._errors import BudgetError, SummarizerError
@@ -111,12 +111,8 @@ class _Engine:
             # the newest turn was cut inside: a summary or recall never needs more room than
             # the part left out takes (often little or nothing), so the cut-down turn gets the
             # rest, as in trim
-            units = layout.units
-            left = 0
-            for k in (k for r in reversed(recent.cut) for k in reversed(r)):
-                left += layout.unit_cost(units[k], messages, counter)
-                if left >= extra_room:
-                    break  # (the older units need not be counted to know)
+            newest_cut = (k for r in reversed(recent.cut) for k in reversed(r))
+            left = _cost_up_to(layout, messages, counter, newest_cut, extra_room)
             need = left + self._note_reserve(messages, layout, counter) if left else 0
             if need < extra_room:
                 recent = fit_recent(messages, layout, available - need - reserve, counter)
@@ -257,11 +253,8 @@ class _Engine:
         # the system prompt alone is over the budget: cut it to half the room, or to what a
         # smaller conversation leaves; the small messages kept whole and the large ones sharing
         # the rest (max-min fair)
-        rest = 0
-        for unit in reversed(layout.units):  # (counted only up to half the room)
-            rest += layout.unit_cost(unit, messages, counter)
-            if rest >= limit - limit // 2:
-                break
+        newest = range(len(layout.units) - 1, -1, -1)
+        rest = _cost_up_to(layout, messages, counter, newest, limit - limit // 2)
         target_total = max(limit // 2, limit - rest, 0)
         shares = [0] * len(system)
         remaining = target_total
@@ -454,6 +447,23 @@ def _summary_lead(header: str, text: str, covered: list[Message], summarizer: st
             }
         },
     )
+
+
+def _cost_up_to(
+    layout: Layout,
+    messages: Sequence[Message],
+    counter: TokenCounter,
+    units: Iterable[int],
+    enough: int,
+) -> int:
+    """What the ``units`` (indices, in the order given) cost, counted only until the sum reaches
+    ``enough`` (the rest need not be counted, nor tokenized, to know it is at least that)."""
+    total = 0
+    for k in units:
+        total += layout.unit_cost(layout.units[k], messages, counter)
+        if total >= enough:
+            break
+    return total
 
 
 def _newest_counted_enough(layout: Layout, budget: int) -> bool:

@@ -212,6 +212,15 @@ class Ledger:
         )
 
 
+def broken_for_good(messages: Sequence[Message]) -> list[int]:
+    """The positions of the messages broken for good (see :attr:`Ledger.settled_broken`)."""
+    if not any(m.role == "tool" or m.tool_calls for m in messages):
+        return []
+    pairs = Ledger(_uncounted)
+    pairs.extend(messages, [0] * len(messages))
+    return pairs.settled_broken
+
+
 def check_slack(slack: float) -> float:
     """``slack`` if it is a share a cut may leave free (``[0, 0.5)``), else ``ValueError``."""
     if not 0.0 <= slack < 0.5:

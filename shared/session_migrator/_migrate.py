@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from session_migrator._errors import BudgetError
-from session_migrator._fit import Ledger, build_units
+from session_migrator._fit import Ledger, broken_for_good, build_units
 from session_migrator._messages import Message, Session, as_messages
 from session_migrator._result import CompressionResult, broken_note
 from session_migrator._rules import chat_rule_violations
@@ -314,7 +314,7 @@ def _migrate(
         _count_before=(lambda: counter.count_messages(messages)) if counted_from else None,
     )
     if decision.fits:
-        broken = _settled_broken(messages, costs, ledger)
+        broken = ledger.settled_broken if ledger is not None else broken_for_good(messages)
         if not broken:
             report.seconds = time.perf_counter() - started
             return MigrationResult(list(messages), report)
@@ -345,16 +345,17 @@ def _migrate(
         **extra,
     )
     report.decision = "compressed"
+    problems: list[str] = []
     if isinstance(compressor, _Strategy):
         tokens_after = (
             result.tokens if result.tokens is not None else counter.count_messages(result.messages)
         )
     else:  # a compressor of the caller's own: its result is checked, not trusted
         tokens_after = _checked(compressor, result, decision.budget.tokens, counter)
-        report.notes.extend(
+        problems = [
             f"the result breaks a chat rule: {problem}"
             for problem in chat_rule_violations(result.messages)
-        )
+        ]
     report.tokens_after = tokens_after
     report.messages_after = len(result.messages)
     report.dropped_ids = list(result.dropped_ids)
@@ -363,7 +364,7 @@ def _migrate(
     report.truncated_ids = list(result.truncated_ids)
     report.summary = result.summary.to_dict() if result.summary else None
     report.fallbacks = list(result.fallbacks)
-    report.notes = [*result.notes, *report.notes]
+    report.notes = [*result.notes, *problems]
     report.seconds = time.perf_counter() - started
     return MigrationResult(list(result.messages), report, result.summary)
 
@@ -386,19 +387,6 @@ def _checked(compressor: Compressor, result: object, budget: int, counter: Token
             needed=tokens,
         )
     return tokens
-
-
-def _settled_broken(
-    messages: Sequence[Message], costs: list[int] | None, ledger: Ledger | None
-) -> list[int]:
-    """The positions of the messages broken for good (see ``Ledger.settled_broken``)."""
-    if ledger is not None:
-        return ledger.settled_broken
-    if not any(m.role == "tool" or m.tool_calls for m in messages):
-        return []
-    pairs = Ledger(lambda m: 0)
-    pairs.extend(messages, costs if costs is not None else [0] * len(messages))
-    return pairs.settled_broken
 
 
 def _count_newest(

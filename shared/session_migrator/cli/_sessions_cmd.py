@@ -431,11 +431,9 @@ def run_delete(args: argparse.Namespace) -> int:
 def _unpaired(messages: list[Message]) -> list[str]:
     """The ids of the tool results without their call and the calls without all their results
     (the newest call, which may still get its results, excepted)."""
-    from session_migrator._fit import Ledger
+    from session_migrator._fit import broken_for_good
 
-    pairs = Ledger(lambda m: 0)
-    pairs.extend(messages)
-    return [messages[i].id for i in pairs.settled_broken]
+    return [messages[i].id for i in broken_for_good(messages)]
 
 
 def run_erase(args: argparse.Namespace) -> int:

@@ -28,16 +28,15 @@ from typing import Any
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Session, ToolCall
 from session_migrator.importers._common import (
-    SHAPE_ERRORS,
     Conversation,
     ImportResult,
     Record,
     Stats,
+    file_refused_if_odd,
     image_part,
+    line_skipped_if_odd,
     read_jsonl,
     result_text,
-    shape_error,
-    skip_malformed,
     stable_id,
     text_or_parts,
     text_part,
@@ -77,22 +76,14 @@ def import_claude_code(
     )
     sid = session_id or source_id or path.stem
     reader = _Reader(stats, key=sid)
-    try:
+    with file_refused_if_odd(path):
         reader.scan(records)
         for rec in _select(entries, records, stats):
-            try:
+            with line_skipped_if_odd(stats, rec):
                 reader.entry(rec)
-            except ImportFormatError:
-                raise
-            except SHAPE_ERRORS as exc:
-                skip_malformed(stats, rec, exc)
         reader.flush()
         messages = reader.conversation.build()
         metadata = reader.metadata(path, source_id)
-    except ImportFormatError:
-        raise
-    except SHAPE_ERRORS as exc:
-        raise shape_error(path, exc) from exc
     if not messages:
         stats.warnings.append("no messages in this session")
     return ImportResult(

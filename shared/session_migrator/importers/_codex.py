@@ -31,16 +31,15 @@ from typing import Any, cast
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Role, Session, ToolCall
 from session_migrator.importers._common import (
-    SHAPE_ERRORS,
     Conversation,
     ImportResult,
     Record,
     Stats,
+    file_refused_if_odd,
     image_part,
+    line_skipped_if_odd,
     read_jsonl,
     result_text,
-    shape_error,
-    skip_malformed,
     stable_id,
     text_or_parts,
     text_part,
@@ -86,13 +85,9 @@ def import_codex(
             f"{path}: line {first.line}: no Codex rollout lines (session_meta, response_item, "
             "...) found; is it a Claude Code session? Try `session-migrator import claude-code`."
         )
-    try:
+    with file_refused_if_odd(path):
         messages = reader.conversation.build()
         metadata = reader.metadata(path, source_id)
-    except ImportFormatError:
-        raise
-    except SHAPE_ERRORS as exc:
-        raise shape_error(path, exc) from exc
     if not messages:
         stats.warnings.append("no messages in this session")
     return ImportResult(
@@ -135,12 +130,8 @@ class _Reader:
 
     def read(self, records: list[Record]) -> None:
         for index, rec in enumerate(records):
-            try:
+            with line_skipped_if_odd(self.stats, rec):
                 self._record(index, rec)
-            except ImportFormatError:
-                raise
-            except SHAPE_ERRORS as exc:
-                skip_malformed(self.stats, rec, exc)
 
     def _record(self, index: int, rec: Record) -> None:
         data = rec.data

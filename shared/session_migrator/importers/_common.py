@@ -23,6 +23,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,14 +35,13 @@ if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
 
 __all__ = [
-    "SHAPE_ERRORS",
     "Conversation",
     "ImportResult",
     "Record",
     "Stats",
+    "file_refused_if_odd",
+    "line_skipped_if_odd",
     "read_jsonl",
-    "shape_error",
-    "skip_malformed",
     "stable_id",
 ]
 
@@ -445,18 +445,31 @@ def result_text(value: Any) -> str:
     return "\n".join(iter_strings(value))
 
 
-def skip_malformed(stats: Stats, rec: Record, exc: BaseException) -> None:
-    """Count ``rec`` as skipped: one of its fields has a shape the importer does not know."""
-    stats.skip("malformed")
-    stats.warnings.append(
-        f"line {rec.line}: skipped: a field has a shape this importer does not know "
-        f"({type(exc).__name__}: {exc})"
-    )
+@contextmanager
+def line_skipped_if_odd(stats: Stats, rec: Record) -> Iterator[None]:
+    """Count ``rec`` as skipped when a field of it has a shape the importer does not know."""
+    try:
+        yield
+    except ImportFormatError:
+        raise
+    except SHAPE_ERRORS as exc:
+        stats.skip("malformed")
+        stats.warnings.append(
+            f"line {rec.line}: skipped: a field has a shape this importer does not know "
+            f"({type(exc).__name__}: {exc})"
+        )
 
 
-def shape_error(path: Path, exc: BaseException) -> ImportFormatError:
-    """The error for a file whose entries have a shape the importer cannot read at all."""
-    return ImportFormatError(
-        f"{path}: an entry has a shape this importer does not know ({type(exc).__name__}: "
-        f"{exc}); nothing was imported from this file"
-    )
+@contextmanager
+def file_refused_if_odd(path: Path) -> Iterator[None]:
+    """Refuse the file (an ``ImportFormatError``) when its entries have a shape the importer
+    cannot read at all."""
+    try:
+        yield
+    except ImportFormatError:
+        raise
+    except SHAPE_ERRORS as exc:
+        raise ImportFormatError(
+            f"{path}: an entry has a shape this importer does not know "
+            f"({type(exc).__name__}: {exc}); nothing was imported from this file"
+        ) from exc
