@@ -21,11 +21,15 @@ from langchain_session_migrator._history import (
     _SessionState,
 )
 from langchain_session_migrator._models import model_map, model_name, window_for
-from session_migrator import ModelWindow
-from session_migrator._fit import check_slack
-from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
-from session_migrator._strategies import Compressor, check_strategy
-from session_migrator._summarizers import Summarizer
+from session_migrator import (
+    DEFAULT_SLACK,
+    Compressor,
+    ModelWindow,
+    SessionFitter,
+    Summarizer,
+    check_slack,
+    check_strategy,
+)
 
 __all__ = ["FittedHistoryFactory"]
 

@@ -19,11 +19,21 @@ from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._convert import message_from_core, message_to_core, storable
 from langchain_session_migrator._models import window_for
 from langchain_session_migrator._summarizer import LangChainSummarizer
-from session_migrator import Budget, Message, ModelWindow, TokenCounter, UnknownModelError
-from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
-from session_migrator._migrate import MigrationReport, MigrationResult, default_counter
-from session_migrator._strategies import Compressor, uses_query
-from session_migrator._summarizers import Summarizer
+from session_migrator import (
+    DEFAULT_SLACK,
+    Budget,
+    Compressor,
+    Message,
+    MigrationReport,
+    MigrationResult,
+    ModelWindow,
+    SessionFitter,
+    Summarizer,
+    TokenCounter,
+    UnknownModelError,
+    default_counter,
+    uses_query,
+)
 
 __all__ = ["FittedChatMessageHistory"]
 

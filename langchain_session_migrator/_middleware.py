@@ -28,10 +28,18 @@ from langchain_session_migrator._convert import (
 )
 from langchain_session_migrator._history import _as_summarizer
 from langchain_session_migrator._models import model_map, window_for
-from session_migrator import Message, ModelWindow, TokenCounter
-from session_migrator._migrate import MigrationReport, default_counter, migrate
-from session_migrator._strategies import Compressor, check_strategy
-from session_migrator._summarizers import Summarizer, Summary
+from session_migrator import (
+    Compressor,
+    Message,
+    MigrationReport,
+    ModelWindow,
+    Summarizer,
+    Summary,
+    TokenCounter,
+    check_strategy,
+    default_counter,
+    migrate,
+)
 
 __all__ = ["FitToModelMiddleware"]
 

@@ -10,9 +10,14 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_session_migrator._models import model_name
-from session_migrator import Message, SummarizerError, TokenCounter
-from session_migrator._fit import truncate_text
-from session_migrator._summarizers import SUMMARY_PROMPT, summary_request
+from session_migrator import (
+    SUMMARY_PROMPT,
+    Message,
+    SummarizerError,
+    TokenCounter,
+    summary_request,
+    truncate_text,
+)
 
 __all__ = ["SUMMARIZER_TAG", "LangChainSummarizer"]
 

@@ -24,19 +24,30 @@ from session_migrator._errors import (
     SummarizerError,
     UnknownModelError,
 )
-from session_migrator._fitter import SessionFitter
+from session_migrator._fit import check_slack, truncate_text
+from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._live import is_stale as models_cache_is_stale
 from session_migrator._live import refresh as refresh_models
 from session_migrator._messages import (
+    MARKER_KEY,
     ContentPart,
     Message,
+    Role,
     Session,
     ToolCall,
     messages_from_openai,
     messages_to_openai,
 )
-from session_migrator._migrate import MigrationReport, MigrationResult, Plan, migrate, plan
+from session_migrator._migrate import (
+    MigrationReport,
+    MigrationResult,
+    Plan,
+    default_counter,
+    migrate,
+    plan,
+)
 from session_migrator._models import (
+    infer_tokenizer,
     known_models,
     load_overrides,
     lookup_model,
@@ -53,12 +64,16 @@ from session_migrator._strategies import (
     RecallStrategy,
     SummarizeStrategy,
     TrimStrategy,
+    check_strategy,
+    uses_query,
 )
 from session_migrator._summarizers import (
+    SUMMARY_PROMPT,
     ExtractiveSummarizer,
     OpenAISummarizer,
     Summarizer,
     Summary,
+    summary_request,
 )
 from session_migrator._tokens import (
     EstimateWarning,
@@ -74,6 +89,9 @@ from session_migrator._windows import Budget, ModelWindow
 from session_migrator.store import open_store
 
 __all__ = [
+    "DEFAULT_SLACK",
+    "MARKER_KEY",
+    "SUMMARY_PROMPT",
     "AnthropicCounter",
     "AutoStrategy",
     "Budget",
@@ -96,6 +114,7 @@ __all__ = [
     "OpenAISummarizer",
     "Plan",
     "RecallStrategy",
+    "Role",
     "Session",
     "SessionFitter",
     "SessionMigratorError",
@@ -114,7 +133,11 @@ __all__ = [
     "__version__",
     "calibrate",
     "chat_rule_violations",
+    "check_slack",
+    "check_strategy",
     "counter_for",
+    "default_counter",
+    "infer_tokenizer",
     "known_models",
     "load_overrides",
     "lookup_model",
@@ -129,5 +152,8 @@ __all__ = [
     "refresh_models",
     "register_model",
     "reset_calibration",
+    "summary_request",
+    "truncate_text",
     "unregister_model",
+    "uses_query",
 ]

@@ -21,6 +21,9 @@ PUBLIC = {
         "models_cache_is_stale",
         "normalize_model_name", "open_store", "plan", "recalibrate_from_exact", "refresh_models",
         "register_model", "reset_calibration", "unregister_model",
+        # what the framework adapters build on
+        "DEFAULT_SLACK", "MARKER_KEY", "Role", "SUMMARY_PROMPT", "check_slack", "check_strategy",
+        "default_counter", "infer_tokenizer", "summary_request", "truncate_text", "uses_query",
     ],
     "session_migrator.store": [
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",
