@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ConflictError, SessionNotFoundError
 from session_migrator._fit import Ledger, check_slack
+from session_migrator._message_ids import storage_ids
 from session_migrator._messages import Message
 from session_migrator._migrate import (
     MigrationResult,
@@ -159,10 +160,11 @@ class SessionFitter:
         them (an offloaded tool output as its preview, as every other reader sees it)."""
         if not messages:
             return
+        messages = storage_ids(messages)  # the ids the store keeps (a derived one is not)
         with self._lock:
             self.refresh()
             self.store.append(
-                self.session_id, list(messages), workspace=self.workspace, metadata=self.metadata
+                self.session_id, messages, workspace=self.workspace, metadata=self.metadata
             )
             stored_form = self.store.stored_form
             for m in messages:

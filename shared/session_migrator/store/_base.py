@@ -19,7 +19,8 @@ from typing import Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from session_migrator._errors import SessionNotFoundError, StoreError
-from session_migrator._messages import Message, continuing
+from session_migrator._message_ids import storage_ids
+from session_migrator._messages import Message
 from session_migrator.store import _codec
 from session_migrator.store._async import AsyncMixin
 from session_migrator.store._offload import is_offloaded, offload
@@ -103,23 +104,28 @@ class BaseSessionStore(AsyncMixin, ABC):
         *,
         workspace: str = "default",
         metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> int:
         """Append ``messages`` in order; returns how many were newly stored.
 
         Creates the session (with ``workspace`` and ``metadata``) when it does not exist; for an
         existing session both are left as they are (use :meth:`set_metadata`). The session's
-        ``updated_at`` (last activity) moves only when a message is added. A message whose
-        id is already in the session is skipped, so appending the same message twice stores it
-        once. Ids that :func:`~session_migrator.messages_from_openai` derived from a message's
-        place in its list are placed in the session (see :func:`~session_migrator._messages.
-        continuing`): the whole log or the same batch sent again is stored once, and a batch
-        that continues the session is appended after it even where its words repeat earlier
-        ones. The call is atomic: after a crash either all of its new messages are stored or
-        none. With ``offload_threshold`` set, a large tool output is stored as a preview (see
-        :mod:`session_migrator.store._offload`; ``load(full=True)`` gives the original back).
+        ``updated_at`` (last activity) moves only when a message is added. A message whose id
+        the caller gave and that is already in the session is skipped, so appending the same
+        message twice stores it once. An id :func:`~session_migrator.messages_from_openai`
+        derived is not the caller's: such a message is always stored (the same words said
+        twice are two messages), unless ``idempotency_key`` names the batch: the same batch
+        sent again under the same key is stored once (see
+        :func:`~session_migrator._message_ids.storage_ids`). The call is atomic: after a crash
+        either all of its new messages are stored or none, and it reads nothing of the
+        session (its cost does not grow with the session). With ``offload_threshold`` set, a
+        large tool output is stored as a preview (see :mod:`session_migrator.store._offload`;
+        ``load(full=True)`` gives the original back).
         """
         check_id(session_id, "session_id")
         check_id(workspace, "workspace")
+        if idempotency_key is not None:
+            check_id(idempotency_key, "idempotency_key")
         batch = list(messages)
         for i, message in enumerate(batch):
             if not isinstance(message, Message):
@@ -130,7 +136,7 @@ class BaseSessionStore(AsyncMixin, ABC):
             check_id(message.id, f"message {i} id")
         records: list[Record] = []
         seen: set[str] = set()
-        for message in continuing(batch, lambda: self._message_ids(session_id)):
+        for message in storage_ids(batch, idempotency_key):
             if message.id in seen:
                 continue
             seen.add(message.id)
