@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator._messages import messages_to_openai
+from session_migrator._redact import redact_secrets
 from session_migrator._strategies import STRATEGIES
 from session_migrator.cli._common import (
     CliError,
@@ -149,7 +150,7 @@ def run_migrate(args: argparse.Namespace) -> int:
     report_out = sys.stderr if to_stdout else sys.stdout
     print(table(["", ""], rows), file=report_out)
     for line in rep.fallbacks + rep.notes:
-        print(f"note: {line}", file=report_out)
+        print(f"note: {redact_secrets(line)}", file=report_out)
     if to_stdout:
         print(f"wrote {len(out_messages)} messages to standard output", file=report_out)
     elif args.output:
