@@ -15,6 +15,7 @@ from session_migrator import (
     Message,
     SummarizerError,
     TokenCounter,
+    redact_secrets,
     summary_request,
     truncate_text,
 )
@@ -99,7 +100,9 @@ class LangChainSummarizer:
         try:
             reply = self.model.invoke(request, config=self._config())
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.model)
+            ) from exc
         return self._text(reply, max_tokens, counter)
 
     async def asummarize(
@@ -115,7 +118,9 @@ class LangChainSummarizer:
         try:
             reply = await self.model.ainvoke(request, config=self._config())
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.model)
+            ) from exc
         return self._text(reply, max_tokens, counter)
 
     def _config(self) -> RunnableConfig:

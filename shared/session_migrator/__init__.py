@@ -56,6 +56,7 @@ from session_migrator._models import (
     unregister_model,
 )
 from session_migrator._online_counters import AnthropicCounter, GeminiCounter
+from session_migrator._redact import redact_secrets
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import (
     AutoStrategy,
@@ -149,6 +150,7 @@ __all__ = [
     "open_store",
     "plan",
     "recalibrate_from_exact",
+    "redact_secrets",
     "refresh_models",
     "register_model",
     "reset_calibration",

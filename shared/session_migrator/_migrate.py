@@ -16,6 +16,7 @@ from typing import Any, Literal
 from session_migrator._errors import BudgetError
 from session_migrator._fit import Ledger, broken_for_good, build_units
 from session_migrator._messages import Message, Session, as_messages
+from session_migrator._redact import redact_secrets
 from session_migrator._result import CompressionResult, broken_note
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import Compressor, _Strategy, get_strategy, latest_user_text
@@ -363,7 +364,7 @@ def _migrate(
     report.recalled_ids = list(result.recalled_ids)
     report.truncated_ids = list(result.truncated_ids)
     report.summary = result.summary.to_dict() if result.summary else None
-    report.fallbacks = list(result.fallbacks)
+    report.fallbacks = [redact_secrets(f) for f in result.fallbacks]  # a compressor of one's own
     report.notes = [*result.notes, *problems]
     report.seconds = time.perf_counter() - started
     return MigrationResult(list(result.messages), report, result.summary)

@@ -19,7 +19,8 @@ PUBLIC = {
         "calibrate", "chat_rule_violations", "counter_for", "known_models", "load_overrides",
         "lookup_model", "messages_from_openai", "messages_to_openai", "migrate",
         "models_cache_is_stale",
-        "normalize_model_name", "open_store", "plan", "recalibrate_from_exact", "refresh_models",
+        "normalize_model_name", "open_store", "plan", "recalibrate_from_exact", "redact_secrets",
+        "refresh_models",
         "register_model", "reset_calibration", "unregister_model",
         # what the framework adapters build on
         "DEFAULT_SLACK", "MARKER_KEY", "Role", "SUMMARY_PROMPT", "check_slack", "check_strategy",
