@@ -3,6 +3,8 @@
 - speed, memory and what each kept, this project against the frameworks' built-ins, and the
   floors of tracker issue 7 checked on the same run (:mod:`benchmarks.speed`);
 - fact retention per strategy and budget, next to the built-ins (:mod:`benchmarks.fact_retention`);
+- evidence retention on human-written dialogue (SGD), beside trim and a plain BM25
+  (:mod:`benchmarks.retention`);
 - the cost of one append at the 100th and the 10,000th message (:mod:`benchmarks.store_append`).
 
 A full run with the defaults writes ``benchmarks/results/results.md`` and ``results.json`` (with
@@ -28,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import fact_retention, speed, store_append
+from benchmarks import fact_retention, retention, speed, store_append
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COMMAND = "make bench"
@@ -127,6 +129,20 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             fact_retention.markdown(fr),
         ]
+    if "evidence_retention" in report:
+        er = report["evidence_retention"]
+        parts += [
+            "",
+            "## Evidence retention on human-written dialogue (SGD)",
+            "",
+            f"Share of the turns holding each question's evidence that survive verbatim in what "
+            f"the model is sent: {er['questions']} questions over {er['histories']} stitched "
+            f"histories of about {er['history_tokens']:,} tokens, per budget (tokens, or a share "
+            "of the history), beside trim and a plain whole-message BM25. See "
+            "`benchmarks/retention.py`.",
+            "",
+            retention.markdown(er),
+        ]
     if "store_append" in report:
         parts += [
             "",
@@ -168,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "retention" not in args.skip:
         print("fact retention ...", file=sys.stderr, flush=True)
         report["fact_retention"] = fact_retention.run(quick=args.quick)
+        print("evidence retention (SGD) ...", file=sys.stderr, flush=True)
+        report["evidence_retention"] = retention.run(quick=args.quick)
     if "store" not in args.skip:
         print("store appends ...", file=sys.stderr, flush=True)
         report["store_append"] = store_append.run(quick=args.quick, backends=["memory", "sqlite"])
