@@ -331,6 +331,11 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         return last.report if last is not None else None
 
     @property
+    def fitter(self) -> SessionFitter:
+        """The session's fitter (its strategy, summarizer and output reserve)."""
+        return self._state.fitter
+
+    @property
     def store(self) -> Any:
         """The session store (its ``migrations(session_id)`` lists every model change)."""
         return self._state.fitter.store
