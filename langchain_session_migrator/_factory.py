@@ -155,6 +155,11 @@ class FittedHistoryFactory:
         self._models[key] = window
         self.watcher.register(window, name=key)
 
+    @property
+    def windows(self) -> dict[str, ModelWindow]:
+        """The registered windows by key or name (a copy): configurable keys and ``models``."""
+        return dict(self._models)
+
     def resolve(self, model: Any) -> ModelWindow | None:
         """The window a configured value stands for (``None`` for no value).
 

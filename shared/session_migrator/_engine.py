@@ -60,7 +60,9 @@ class _Engine:
         if layout.counted_from and not _newest_counted_enough(layout, available):
             # the counted newest units alone do not show where the fit stops (unusual: broken
             # messages among them, or one huge turn): count the rest
-            layout = build_units(messages, [counter.count_message(m) for m in messages])
+            layout = build_units(
+                messages, [counter.count_message(m) for m in messages], pending=layout.pending
+            )
         if layout.broken:
             notes.append(broken_note(len(layout.broken)))
         if layout.units_cost <= available:

@@ -255,9 +255,11 @@ def _migrate(
     source_model: str | None,
     ledger: Ledger | None = None,
     budget_cap: int | None = None,
+    pending_calls: bool = False,
 ) -> MigrationResult:
     """:func:`migrate`; with ``ledger`` (whose messages these are, counted by ``counter``),
-    the session is not counted or split into units again; ``budget_cap`` caps the budget.
+    the session is not counted or split into units again; ``budget_cap`` caps the budget;
+    ``pending_calls``: a trailing tool call awaiting its results is kept (see ``Ledger.layout``).
     """
     started = time.perf_counter()
     window = resolve_target(target)
@@ -333,9 +335,11 @@ def _migrate(
     if isinstance(compressor, _Strategy):
         # the counts are known: the strategy does not count or split the messages again
         extra["layout"] = (
-            ledger.layout()
+            ledger.layout(pending=pending_calls)
             if ledger is not None
-            else build_units(messages, costs or [], counted_from=counted_from)
+            else build_units(
+                messages, costs or [], counted_from=counted_from, pending=pending_calls
+            )
         )
     result = compressor.compress(
         messages,
