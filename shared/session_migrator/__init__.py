@@ -53,6 +53,7 @@ from session_migrator._strategies import (
     RecallStrategy,
     SummarizeStrategy,
     TrimStrategy,
+    check_strategy,
 )
 from session_migrator._summarizers import (
     ExtractiveSummarizer,
@@ -114,6 +115,7 @@ __all__ = [
     "__version__",
     "calibrate",
     "chat_rule_violations",
+    "check_strategy",
     "counter_for",
     "known_models",
     "load_overrides",
