@@ -24,12 +24,14 @@ from llamaindex_session_migrator._convert import (
     to_chat_message,
     to_chat_messages,
 )
+from llamaindex_session_migrator._guard import FitToModelLLM
 from llamaindex_session_migrator._memory import ModelSource, SessionMigratorMemory
 from llamaindex_session_migrator._models import window_for, window_from_metadata
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 
 __all__ = [
     "LLAMAINDEX_KEY",
+    "FitToModelLLM",
     "LlamaIndexSummarizer",
     "ModelSource",
     "SessionMigratorMemory",

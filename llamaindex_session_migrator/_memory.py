@@ -17,7 +17,7 @@ from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 
 from llamaindex_session_migrator._convert import from_chat_message, to_chat_message
-from llamaindex_session_migrator._instrumentation import listen
+from llamaindex_session_migrator._instrumentation import listen, publish, unlisten
 from llamaindex_session_migrator._models import DEFAULT_WINDOW, ModelLike
 from llamaindex_session_migrator._reconcile import plan_set
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
@@ -150,6 +150,11 @@ class _Listener:
 
     def __init__(self, memory: SessionMigratorMemory) -> None:
         self._memory = weakref.ref(memory)
+
+    @property
+    def memory(self) -> SessionMigratorMemory | None:
+        """The memory (``None`` once it is gone): the guard reads its store and session id."""
+        return self._memory()
 
     def on_chat_start(self, messages: list[Any], model_dict: dict[str, Any], exact: bool) -> bool:
         memory = self._memory()
@@ -492,6 +497,9 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             view.ids.update(map(id, handed))
             view.ids.difference_update(map(id, stale))
             private["_handed"] = handed
+            listener = private["_listener"]
+            if listener is not None:  # (the guard and the model watcher find us through it)
+                publish(listener, view.templates, view.result.messages, view.fresh, out)
             return out
 
     def get(
@@ -574,6 +582,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             self._fitter = None  # a new fitter: the old one remembers the deleted migration log
             self._view = None
             self._handed = ()
+            if self._listener is not None:
+                unlisten(self._listener)
 
     async def areset(self) -> None:
         """:meth:`reset` in a worker thread."""
@@ -582,6 +592,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     def close(self) -> None:
         """Close the store if this memory opened it (a store object given in is left open)."""
         with self._lock:
+            if self._listener is not None:
+                unlisten(self._listener)  # (no more calls are matched against this memory)
             if self._store is not None and self._owns_store:
                 self._store.close()
                 self._store = None
