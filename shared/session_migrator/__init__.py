@@ -24,7 +24,8 @@ from session_migrator._errors import (
     SummarizerError,
     UnknownModelError,
 )
-from session_migrator._fitter import SessionFitter
+from session_migrator._fit import check_slack
+from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._live import is_stale as models_cache_is_stale
 from session_migrator._live import refresh as refresh_models
 from session_migrator._messages import (
@@ -35,7 +36,14 @@ from session_migrator._messages import (
     messages_from_openai,
     messages_to_openai,
 )
-from session_migrator._migrate import MigrationReport, MigrationResult, Plan, migrate, plan
+from session_migrator._migrate import (
+    MigrationReport,
+    MigrationResult,
+    Plan,
+    default_counter,
+    migrate,
+    plan,
+)
 from session_migrator._models import (
     known_models,
     load_overrides,
@@ -53,14 +61,18 @@ from session_migrator._strategies import (
     RecallStrategy,
     SummarizeStrategy,
     TrimStrategy,
+    check_strategy,
+    uses_query,
 )
 from session_migrator._summarizers import (
     ExtractiveSummarizer,
     OpenAISummarizer,
     Summarizer,
     Summary,
+    summary_request,
 )
 from session_migrator._tokens import (
+    TOKENS_PER_MESSAGE,
     EstimateWarning,
     EstimatingCounter,
     TiktokenCounter,
@@ -74,6 +86,8 @@ from session_migrator._windows import Budget, ModelWindow
 from session_migrator.store import open_store
 
 __all__ = [
+    "DEFAULT_SLACK",
+    "TOKENS_PER_MESSAGE",
     "AnthropicCounter",
     "AutoStrategy",
     "Budget",
@@ -114,7 +128,10 @@ __all__ = [
     "__version__",
     "calibrate",
     "chat_rule_violations",
+    "check_slack",
+    "check_strategy",
     "counter_for",
+    "default_counter",
     "known_models",
     "load_overrides",
     "lookup_model",
@@ -129,5 +146,7 @@ __all__ = [
     "refresh_models",
     "register_model",
     "reset_calibration",
+    "summary_request",
     "unregister_model",
+    "uses_query",
 ]

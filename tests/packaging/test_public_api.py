@@ -21,6 +21,9 @@ PUBLIC = {
         "models_cache_is_stale",
         "normalize_model_name", "open_store", "plan", "recalibrate_from_exact", "refresh_models",
         "register_model", "reset_calibration", "unregister_model",
+        # for adapters (the LlamaIndex memory's options, counts and summaries)
+        "DEFAULT_SLACK", "TOKENS_PER_MESSAGE", "check_slack", "check_strategy",
+        "default_counter", "summary_request", "uses_query",
     ],
     "session_migrator.store": [
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",

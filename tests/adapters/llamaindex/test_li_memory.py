@@ -472,9 +472,8 @@ def test_a_call_is_ours_when_it_carries_an_object_the_last_read_handed_out(
     assert len(stale) == 2
     assert all(ours(m) for m in second)  # the shared messages and this read's fresh copies
     assert not any(ours(m) for m in stale)  # the copies an earlier read handed out
-    view = memory._view
-    assert view is not None  # the templates of the copies are never handed out
-    assert not any(ours(view.templates[i]) for i in view.fresh)
+    handout = memory._handout  # the templates of the copies are never handed out
+    assert not any(ours(handout._shared[i]) for i in handout._fresh)
     assert not ours(second[-1].model_copy(deep=True))  # equal is not the same object
     assert memory._observe([second[-1].model_copy(deep=True)], {}, False)  # ... but is equal
 
