@@ -3,14 +3,20 @@ sessions by default, and mistakes that fail when the memory is made."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, LLMMetadata
+from llama_index.core.llms import MockLLM
 
 from llamaindex_session_migrator import SessionMigratorMemory
 from session_migrator import (
     SessionMigratorError,
+    StoreError,
+    UnknownModelError,
     check_strategy,
     open_store,
 )
@@ -77,3 +83,91 @@ def test_a_wrong_option_given_to_the_constructor_fails_there() -> None:
         check_strategy("shorten")
     with pytest.raises((ValueError, TypeError), match="shorten"):
         SessionMigratorMemory(store="memory://", strategy="shorten")
+
+
+# -- private sessions by default -------------------------------------------------------------
+
+
+def test_memories_made_without_a_key_share_nothing() -> None:
+    alice = SessionMigratorMemory.from_defaults(llm=MockLLM())  # the default SQLite store
+    bob = SessionMigratorMemory.from_defaults(llm=MockLLM())
+    try:
+        alice.put(ChatMessage(role="user", content="my card ends 4242"))
+        assert alice.session_id != bob.session_id
+        assert bob.get_all() == []
+        assert bob.get() == []
+        bob.put(ChatMessage(role="user", content="hello"))
+        assert [m.content for m in alice.get()] == ["my card ends 4242"]
+    finally:
+        alice.close()
+        bob.close()
+
+
+def test_a_shared_conversation_needs_its_key(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    first = SessionMigratorMemory(chat_store_key="user-42", store=url)
+    first.put(ChatMessage(role="user", content="remember me"))
+    first.close()
+    again = SessionMigratorMemory(chat_store_key="user-42", store=url)
+    assert [m.content for m in again.get_all()] == ["remember me"]
+    again.close()
+
+
+def test_running_a_snippet_twice_starts_a_new_conversation(tmp_path: Path) -> None:
+    snippet = textwrap.dedent(
+        """
+        from llama_index.core.llms import ChatMessage, MockLLM
+        from llamaindex_session_migrator import SessionMigratorMemory
+
+        memory = SessionMigratorMemory.from_defaults(llm=MockLLM())
+        memory.put(ChatMessage(role="user", content="hello"))
+        print(len(memory.get_all()))
+        """
+    )
+    env = {"SESSION_MIGRATOR_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", snippet], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == "1"  # not 2: the first run's conversation is not continued
+    assert (tmp_path / "home" / "sessions.db").exists()  # both were stored
+
+
+# -- mistakes fail when the memory is made -----------------------------------------------------
+
+
+def test_a_bad_store_url_fails_in_from_defaults() -> None:
+    with pytest.raises(StoreError, match="unknown store URL"):
+        SessionMigratorMemory.from_defaults(llm=MockLLM(), store="mysql://localhost/db")
+    with pytest.raises(StoreError, match="three slashes"):
+        SessionMigratorMemory(store="sqlite://sessions.db")
+    with pytest.raises(TypeError, match="store URL"):
+        SessionMigratorMemory(store=42)  # type: ignore[arg-type]
+
+
+def test_a_sqlite_url_in_a_missing_folder_is_an_error(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder"
+    with pytest.raises(StoreError, match="does not exist"):
+        SessionMigratorMemory.from_defaults(store=f"sqlite:///{missing / 's.db'}")
+    assert not missing.exists()  # nothing made on the way
+    SessionMigratorMemory(store=f"sqlite:///{tmp_path / 's.db'}").close()  # an existing folder
+
+
+class _NoWindowLLM(MockLLM):
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(context_window=-1, num_output=256, model_name="local-gguf")
+
+
+def test_an_llm_without_a_window_is_refused_with_the_fix() -> None:
+    with pytest.raises(UnknownModelError, match="context_window=-1") as caught:
+        SessionMigratorMemory.from_defaults(llm=_NoWindowLLM(), store="memory://")
+    assert "model=" in str(caught.value)
+    # the fix it names: pin the window on the memory
+    memory = SessionMigratorMemory.from_defaults(
+        llm=_NoWindowLLM(), model="gpt-4o-mini", store="memory://"
+    )
+    memory.put(ChatMessage(role="user", content="hi"))
+    assert [m.content for m in memory.get()] == ["hi"]
+    assert memory.model_window is not None
+    assert memory.model_window.name == "gpt-4o-mini"
