@@ -5,6 +5,7 @@ history to whichever model is about to read it.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import weakref
 from typing import Any
@@ -25,6 +26,7 @@ from llamaindex_session_migrator._memory_options import (
     open_memory_store,
     refuse_unknown,
 )
+from llamaindex_session_migrator._memory_reference import is_reference, reference, restore
 from llamaindex_session_migrator._models import DEFAULT_WINDOW, ModelLike
 from llamaindex_session_migrator._reconcile import plan_set
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
@@ -50,10 +52,10 @@ _NO_CHAT_STORE = (
     "store='sqlite:///path.db' (or 'memory://', 'redis://...', 'postgresql://...') instead of "
     "chat_store"
 )
-_NOT_PORTABLE = (
-    "a SessionMigratorMemory holds a live session store and cannot be pickled, copied or "
-    "serialized: the conversation is in the store already; in another process open it with "
-    "SessionMigratorMemory.from_defaults(chat_store_key=..., store=<the same URL>)"
+_NOT_COPYABLE = (
+    "a SessionMigratorMemory holds a live session store and cannot be deep-copied: a copy "
+    "would share its session; make another memory with its own chat_store_key, or serialize "
+    "it (to_dict, pickle) to refer to the same session"
 )
 
 #: ``token_limit`` when none is given: the model's budget alone decides.
@@ -168,7 +170,6 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         **data: Any,
     ) -> None:
         """See :meth:`from_defaults`: every argument it takes is taken here too."""
-        data.pop("class_name", None)  # (from_dict's data has it)
         refuse_unknown(type(self).__name__, data, (*_FIELDS, *FIT_OPTIONS, "chat_history"))
         options = FitOptions.checked(
             strategy=strategy,
@@ -194,16 +195,37 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     def class_name(cls) -> str:
         return "SessionMigratorMemory"
 
-    # -- copies and serialization: a live store cannot travel ----------------------------------
-
-    def __getstate__(self) -> dict[Any, Any]:
-        raise TypeError(_NOT_PORTABLE)
+    # -- copies and serialization: a reference to the store and session -----------------------
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SessionMigratorMemory:
-        raise TypeError(_NOT_PORTABLE)
+        raise TypeError(_NOT_COPYABLE)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (restore, (type(self), reference(self)))
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        raise TypeError(_NOT_PORTABLE)
+        """A reference to the store and session (see :mod:`._memory_reference`): what a
+        workflow ``Context`` holding the memory serializes; :meth:`from_dict` reopens it."""
+        return reference(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> SessionMigratorMemory:
+        """The memory a :meth:`to_dict` reference names (a ``ChatMemoryBuffer`` dump with its
+        chat store is refused: its messages would be lost)."""
+        if is_reference(data):
+            return restore(cls, data)
+        if "chat_store" in data or "chat_history" in data:
+            raise ValueError(_NO_CHAT_STORE)
+        return cls(**{k: v for k, v in data.items() if k != "class_name"})
+
+    def to_string(self) -> str:
+        """:meth:`to_dict` as JSON."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_string(cls, json_str: str) -> SessionMigratorMemory:
+        """:meth:`from_dict` of a :meth:`to_string`."""
+        return cls.from_dict(json.loads(json_str))
 
     @model_validator(mode="before")
     @classmethod
