@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import weakref
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -18,6 +17,11 @@ from llama_index.core.memory import ChatMemoryBuffer
 from llamaindex_session_migrator._convert import from_chat_message
 from llamaindex_session_migrator._handout import HandOut
 from llamaindex_session_migrator._instrumentation import listen
+from llamaindex_session_migrator._memory_hooks import (
+    MemoryListener,
+    PromptTokenizer,
+    unset_tokenizer,
+)
 from llamaindex_session_migrator._memory_options import (
     FIT_OPTIONS,
     FitOptions,
@@ -27,19 +31,17 @@ from llamaindex_session_migrator._memory_options import (
     refuse_unknown,
 )
 from llamaindex_session_migrator._memory_reference import is_reference, reference, restore
-from llamaindex_session_migrator._models import DEFAULT_WINDOW, ModelLike
+from llamaindex_session_migrator._models import ModelLike
 from llamaindex_session_migrator._reconcile import plan_set
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
 from session_migrator import (
     DEFAULT_SLACK,
-    TOKENS_PER_MESSAGE,
     Compressor,
     MigrationReport,
     MigrationResult,
     ModelWindow,
     SessionFitter,
     Summarizer,
-    default_counter,
     migrate,
     uses_query,
 )
@@ -63,38 +65,6 @@ _NO_CAP = 2**31 - 1
 
 #: The pydantic fields the constructor takes (``chat_store`` only to refuse it clearly).
 _FIELDS = ("chat_store", "chat_store_key", "token_limit", "tokenizer_fn")
-
-
-class _PromptTokenizer:
-    """``tokenizer_fn`` for engines that measure their prefix messages (``SimpleChatEngine``):
-    counts with the current model's counter, plus one message's chat-format overhead, so the
-    prefix and the fitted history together stay within the budget.
-    """
-
-    def __init__(self, memory: SessionMigratorMemory) -> None:
-        self._memory = weakref.ref(memory)
-
-    def __call__(self, text: str) -> list[int]:
-        memory = self._memory()
-        window = memory._tracker.resolve()[0] if memory is not None else DEFAULT_WINDOW
-        counter = default_counter(window)
-        return [0] * (counter.count_text(text) + TOKENS_PER_MESSAGE + 1) if text else []
-
-
-def _unset_tokenizer(text: str) -> list[int]:
-    """The placeholder ``tokenizer_fn`` between validation and ``model_post_init``."""
-    raise RuntimeError("SessionMigratorMemory is not initialised yet")
-
-
-class _Listener:
-    """Tells one memory (held weakly) about the chat calls that carried its history."""
-
-    def __init__(self, memory: SessionMigratorMemory) -> None:
-        self._memory = weakref.ref(memory)
-
-    def on_chat_start(self, messages: list[Any], model_dict: dict[str, Any], exact: bool) -> bool:
-        memory = self._memory()
-        return memory._observe(messages, model_dict, exact) if memory is not None else False
 
 
 class SessionMigratorMemory(ChatMemoryBuffer):
@@ -152,7 +122,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     _handout: HandOut = PrivateAttr(default_factory=HandOut)
     _window: ModelWindow | None = PrivateAttr(default=None)
     _source: ModelSource | None = PrivateAttr(default=None)
-    _listener: _Listener | None = PrivateAttr(default=None)
+    _listener: MemoryListener | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -242,7 +212,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             if values.get("tokenizer_fn") is None:
                 # set to the prompt tokenizer once the memory exists (model_post_init): the
                 # parent's default would load LlamaIndex's global tiktoken encoding for nothing
-                values["tokenizer_fn"] = _unset_tokenizer
+                values["tokenizer_fn"] = unset_tokenizer
         return values
 
     @classmethod
@@ -319,9 +289,9 @@ class SessionMigratorMemory(ChatMemoryBuffer):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        if self.tokenizer_fn is _unset_tokenizer:
-            self.tokenizer_fn = _PromptTokenizer(self)
-        self._listener = _Listener(self)
+        if self.tokenizer_fn is unset_tokenizer:
+            self.tokenizer_fn = PromptTokenizer(self)
+        self._listener = MemoryListener(self)
         listen(self._listener)
 
     # -- the model -------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from llamaindex_session_migrator import (
     SessionMigratorMemory,
     from_chat_messages,
 )
-from llamaindex_session_migrator._memory import _PromptTokenizer
+from llamaindex_session_migrator._memory_hooks import PromptTokenizer
 from llamaindex_session_migrator._models import DEFAULT_WINDOW
 from session_migrator import Message, ModelWindow, SummarizerError, TiktokenCounter
 from session_migrator._migrate import default_counter
@@ -656,7 +656,7 @@ def test_its_tokenizer_counts_for_the_model_and_loads_no_llamaindex_encoding(
     default = default_counter(DEFAULT_WINDOW).count_text(text) + TOKENS_PER_MESSAGE + 1
     assert default != COUNTER.count_text(text) + TOKENS_PER_MESSAGE + 1
     for memory in made:
-        assert isinstance(memory.tokenizer_fn, _PromptTokenizer)
+        assert isinstance(memory.tokenizer_fn, PromptTokenizer)
     for memory in made[1:]:
         assert len(memory.tokenizer_fn(text)) == default
         memory.close()
