@@ -9,9 +9,12 @@ import sys
 import llamaindex_session_migrator
 
 PUBLIC = [
+    "FittedMemory",
     "LLAMAINDEX_KEY",
     "LlamaIndexSummarizer",
+    "MemoryNotRestorableError",
     "ModelSource",
+    "SessionChatStore",
     "SessionMigratorMemory",
     "from_chat_message",
     "from_chat_messages",
