@@ -21,6 +21,7 @@ from llama_index.core.schema import BaseNode
 from llama_index.core.storage.chat_store.sql import MessageStatus
 from llama_index.core.vector_stores import SimpleVectorStore, VectorStoreQuery
 from llama_index.core.vector_stores.types import VectorStoreQueryResult
+from pydantic import Field
 
 from llamaindex_session_migrator import FittedMemory, SessionMigratorMemory, from_chat_messages
 from session_migrator import TiktokenCounter, open_store
@@ -108,7 +109,7 @@ class _TextVectorStore(SimpleVectorStore):
     """SimpleVectorStore that hands back its nodes' text (as a real vector database does)."""
 
     stores_text: bool = True
-    nodes: dict[str, BaseNode] = {}
+    nodes: dict[str, BaseNode] = Field(default_factory=dict)
 
     def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         self.nodes.update({n.node_id: n for n in nodes})
