@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 
-from session_migrator import Message, SummarizerError, TokenCounter, redact_secrets
-from session_migrator._summarizers import summary_request
+from session_migrator import Message, SummarizerError, TokenCounter, redact_secrets, summary_request
 
 __all__ = ["LlamaIndexSummarizer"]
 
@@ -21,7 +20,7 @@ __all__ = ["LlamaIndexSummarizer"]
 class LlamaIndexSummarizer:
     """Summarizes with ``llm.chat`` (``asummarize``: ``llm.achat``).
 
-    The request is the core's (:func:`session_migrator._summarizers.summary_request`): a
+    The request is the core's (:func:`session_migrator.summary_request`): a
     transcript over ``max_input_tokens`` keeps its newest half verbatim and the older part as an
     extractive digest, so the request itself fits a small summarizing model.
 

@@ -77,6 +77,7 @@ from session_migrator._summarizers import (
     summary_request,
 )
 from session_migrator._tokens import (
+    TOKENS_PER_MESSAGE,
     EstimateWarning,
     EstimatingCounter,
     TiktokenCounter,
@@ -93,6 +94,7 @@ __all__ = [
     "DEFAULT_SLACK",
     "MARKER_KEY",
     "SUMMARY_PROMPT",
+    "TOKENS_PER_MESSAGE",
     "AnthropicCounter",
     "AutoStrategy",
     "Budget",

@@ -23,9 +23,10 @@ PUBLIC = {
         "normalize_model_name", "open_store", "plan", "recalibrate_from_exact", "redact_secrets",
         "refresh_models",
         "register_model", "reset_calibration", "unregister_model",
-        # what the framework adapters build on
-        "DEFAULT_SLACK", "MARKER_KEY", "Role", "SUMMARY_PROMPT", "check_slack", "check_strategy",
-        "default_counter", "infer_tokenizer", "summary_request", "truncate_text", "uses_query",
+        # what the framework adapters build on (docs/design.md: the integration API)
+        "DEFAULT_SLACK", "MARKER_KEY", "Role", "SUMMARY_PROMPT", "TOKENS_PER_MESSAGE",
+        "check_slack", "default_counter", "infer_tokenizer", "summary_request", "truncate_text",
+        "uses_query",
     ],
     "session_migrator.store": [
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",

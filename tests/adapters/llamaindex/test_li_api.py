@@ -10,9 +10,12 @@ import llamaindex_session_migrator
 
 PUBLIC = [
     "FitToModelLLM",
+    "FittedMemory",
     "LLAMAINDEX_KEY",
     "LlamaIndexSummarizer",
+    "MemoryNotRestorableError",
     "ModelSource",
+    "SessionChatStore",
     "SessionMigratorMemory",
     "from_chat_message",
     "from_chat_messages",
