@@ -74,6 +74,9 @@ def _session(row: Sequence[Any]) -> SessionInfo:
 class PostgresStore(BaseSessionStore):
     """A session store in PostgreSQL (``postgresql://user@host:5432/db``)."""
 
+    backend_errors = (psycopg.Error,)
+    backend_hint = "Check that PostgreSQL is running and reachable"
+
     def __init__(
         self,
         url: str,
@@ -127,17 +130,11 @@ class PostgresStore(BaseSessionStore):
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:
         conn = self._conn()
-        try:
-            with conn.transaction():
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise StoreError(f"PostgreSQL store {self.url!r}: {str(exc).strip()}") from exc
+        with conn.transaction():
+            yield conn
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
-        try:
-            return self._conn().execute(query, params).fetchall()
-        except psycopg.OperationalError as exc:
-            raise StoreError(f"PostgreSQL store {self.url!r}: {str(exc).strip()}") from exc
+        return self._conn().execute(query, params).fetchall()
 
     # -- primitives -------------------------------------------------------------------------
 

@@ -81,6 +81,9 @@ def _text(value: Any) -> str:
 class RedisStore(BaseSessionStore):
     """A session store in Redis (``redis://host:port/db``)."""
 
+    backend_errors = (redis.RedisError,)
+    backend_hint = "Check that Redis is running and reachable"
+
     def __init__(
         self,
         url: str,
@@ -132,10 +135,7 @@ class RedisStore(BaseSessionStore):
         return f"{self.prefix}user:{key_digest(user_id)}"
 
     def _run(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        try:
-            return script(keys=list(keys), args=list(args))
-        except redis.RedisError as exc:
-            raise StoreError(f"Redis store {self.url!r}: {exc}") from exc
+        return script(keys=list(keys), args=list(args))
 
     # -- primitives -------------------------------------------------------------------------
 
