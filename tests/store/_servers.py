@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -42,6 +45,15 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes] | None, timeout: flo
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 class RedisServer:
@@ -89,18 +101,18 @@ class RedisServer:
 
 
 class PostgresServer:
-    """A PostgreSQL cluster (``initdb``) in ``folder`` on a free port; run as the ``postgres``
-    user when this process is root (PostgreSQL refuses to run as root)."""
+    """A PostgreSQL cluster (``initdb``) in a temporary folder on a free port; run as the
+    ``postgres`` user when this process is root (PostgreSQL refuses to run as root)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self) -> None:
         self.postgres = require_binary(PG_BIN / "postgres", "PostgreSQL's postgres")
         initdb = require_binary(PG_BIN / "initdb", "PostgreSQL's initdb")
         self.prefix: list[str] = []
         if os.geteuid() == 0:
             runuser = require_binary(shutil.which("runuser"), "runuser")
             self.prefix = [runuser, "-u", "postgres", "--"]
-        self.folder = folder
-        folder.mkdir(parents=True, exist_ok=True)
+        # (not under pytest's tmp dirs: the postgres user cannot enter root's)
+        self.folder = folder = Path(tempfile.mkdtemp(prefix="sm-test-pg-"))
         if self.prefix:
             shutil.chown(folder, "postgres", "postgres")
         self.data = folder / "data"
@@ -108,6 +120,7 @@ class PostgresServer:
             [*self.prefix, initdb, "-D", str(self.data), "-U", "postgres", "-A", "trust",
              "--no-sync"],
             check=True,
+            cwd=folder,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -120,13 +133,8 @@ class PostgresServer:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [*self.prefix, self.postgres, "-D", str(self.data), "-p", str(self.port),
-             "-k", str(self.folder), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: freeze and kill it whole
-        )  # fmt: skip
+        with (self.folder / "server.log").open("ab") as log:
+            self.proc = self._popen(log)
         _wait_for_port(self.port, self.proc)
         import psycopg
 
@@ -140,16 +148,49 @@ class PostgresServer:
                     raise
                 time.sleep(0.1)
 
+    def _popen(self, log: IO[bytes]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [*self.prefix, self.postgres, "-D", str(self.data), "-p", str(self.port),
+             "-k", str(self.folder), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on"],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd=self.folder,
+            start_new_session=True,  # its own process group: freeze and kill it whole
+        )  # fmt: skip
+
+    def _processes(self) -> list[int]:
+        """The postmaster (first) and its children: each child is a session of its own, so a
+        process group does not hold them."""
+        master = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == master:
+                children.append(int(stat.parent.name))
+        return [master, *children]
+
     def _signal(self, sig: int) -> None:
-        assert self.proc is not None
-        os.killpg(self.proc.pid, sig)
+        for pid in self._processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
 
     def kill(self) -> None:
+        processes = self._processes()
         self._signal(signal.SIGKILL)
         assert self.proc is not None
+        self.proc.kill()  # (runuser, when it runs the postmaster)
         self.proc.wait()
-        pid_file = self.data / "postmaster.pid"
-        pid_file.unlink(missing_ok=True)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in processes):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        # what a killed postmaster leaves behind, which would stop a new one
+        for left in (self.data / "postmaster.pid", *self.folder.glob(".s.PGSQL.*")):
+            left.unlink(missing_ok=True)
 
     def freeze(self) -> None:
         self._signal(signal.SIGSTOP)
@@ -161,3 +202,4 @@ class PostgresServer:
         if self.proc is not None and self.proc.poll() is None:
             self.thaw()
             self.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
