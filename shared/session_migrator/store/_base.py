@@ -23,6 +23,7 @@ from session_migrator._message_ids import storage_ids
 from session_migrator._messages import Message
 from session_migrator.store import _codec
 from session_migrator.store._async import AsyncMixin
+from session_migrator.store._guard import check_id, guard_class
 from session_migrator.store._offload import is_offloaded, offload
 from session_migrator.store._types import (
     MessageNotFoundError,
@@ -37,13 +38,6 @@ from session_migrator.store._types import (
 __all__ = ["BaseSessionStore", "Record", "check_id", "display_url"]
 
 Clock = Callable[[], float]
-
-
-def check_id(value: object, what: str) -> str:
-    """``value`` if it is a non-empty string, else a :class:`StoreError` naming ``what``."""
-    if not isinstance(value, str) or not value:
-        raise StoreError(f"{what} must be a non-empty string, got {value!r}")
-    return value
 
 
 def display_url(url: str, **params: str | None) -> str:
@@ -88,6 +82,20 @@ class BaseSessionStore(AsyncMixin, ABC):
     """
 
     url: str = ""
+    #: The driver's errors that become :class:`StoreError` (see :mod:`._guard`).
+    backend_errors: tuple[type[BaseException], ...] = ()
+    #: What to check when the driver fails, said after its error.
+    backend_hint: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        guard_class(cls)  # every backend's methods check ids and translate errors
+
+    def store_error(self, method: str, exc: BaseException) -> StoreError:
+        """The :class:`StoreError` for a driver error ``exc`` raised by ``method``."""
+        reason = str(exc).strip() or type(exc).__name__
+        hint = f" {self.backend_hint}" if self.backend_hint else ""
+        return StoreError(f"{self.url}: {method} failed: {type(exc).__name__}: {reason}.{hint}")
 
     def __init__(self, *, offload_threshold: int | None = None, clock: Clock | None = None) -> None:
         if offload_threshold is not None and offload_threshold < 0:
@@ -122,8 +130,6 @@ class BaseSessionStore(AsyncMixin, ABC):
         large tool output is stored as a preview (see :mod:`session_migrator.store._offload`;
         ``load(full=True)`` gives the original back).
         """
-        check_id(session_id, "session_id")
-        check_id(workspace, "workspace")
         if idempotency_key is not None:
             check_id(idempotency_key, "idempotency_key")
         batch = list(messages)
@@ -177,7 +183,6 @@ class BaseSessionStore(AsyncMixin, ABC):
         :class:`MessageNotFoundError` when it is not in the session). ``full=True`` puts the
         original tool outputs in place of offloaded previews.
         """
-        check_id(session_id, "session_id")
         messages = self._load_counted(session_id, after)[0]
         if full:
             wanted = [m.id for m in messages if is_offloaded(m)]
@@ -197,7 +202,6 @@ class BaseSessionStore(AsyncMixin, ABC):
         ``([], 0)`` for an unknown session; :class:`MessageNotFoundError` when ``after`` is not
         in the session.
         """
-        check_id(session_id, "session_id")
         return self._load_counted(session_id, after)
 
     def get_offloaded(self, session_id: str, message_id: str) -> str:
@@ -271,17 +275,14 @@ class BaseSessionStore(AsyncMixin, ABC):
 
     def delete_session(self, session_id: str) -> bool:
         """Delete a session with everything of it; ``False`` when there was none."""
-        check_id(session_id, "session_id")
         return self._delete_session(session_id, only_if_empty=False)
 
     def erase_workspace(self, workspace: str) -> int:
         """Delete every session of ``workspace``; returns how many sessions were deleted."""
-        check_id(workspace, "workspace")
         return sum(self._delete_session(s, only_if_empty=False) for s in self._ids_in(workspace))
 
     def erase_user(self, user_id: str) -> int:
         """Delete every session whose metadata ``user_id`` is ``user_id``; returns the count."""
-        check_id(user_id, "user_id")
         return sum(self._delete_session(s, only_if_empty=False) for s in self._ids_of_user(user_id))
 
     def purge_older_than(self, days: float, *, now: datetime | float | None = None) -> int:
@@ -303,7 +304,6 @@ class BaseSessionStore(AsyncMixin, ABC):
 
     def set_metadata(self, session_id: str, metadata: Mapping[str, Any]) -> None:
         """Replace the session's metadata (a JSON object); unknown session: SessionNotFoundError."""
-        check_id(session_id, "session_id")
         meta = _codec.dumps(dict(metadata))
         if not self._set_metadata(session_id, meta, user_id_of(metadata), self._clock()):
             raise SessionNotFoundError(session_id)
@@ -327,7 +327,6 @@ class BaseSessionStore(AsyncMixin, ABC):
         :class:`~session_migrator.ConflictError` is raised and nothing is written. Unknown
         session: :class:`~session_migrator.SessionNotFoundError`.
         """
-        check_id(session_id, "session_id")
         if expected_revision < 0:
             raise StoreError("expected_revision must be >= 0 (0 = no summary yet)")
         if covered_count < 0:
@@ -483,3 +482,6 @@ def _covers_any(summary: StoredSummary, order: Sequence[str], deleted: set[str])
     if stop is None:
         return bool(deleted & set(order)) or bool(deleted & {summary.first_id, summary.last_id})
     return any(mid in deleted for mid in order[start : stop + 1])
+
+
+guard_class(BaseSessionStore)
