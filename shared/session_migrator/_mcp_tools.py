@@ -23,6 +23,7 @@ from session_migrator._errors import (
     UnknownModelError,
 )
 from session_migrator._messages import Message, messages_from_openai, messages_to_openai
+from session_migrator._nesting import MAX_NESTING
 
 if TYPE_CHECKING:
     from session_migrator._fitter import SessionFitter
@@ -227,6 +228,11 @@ def parse_messages(value: MessagesArg) -> list[Message]:
                 f"messages_json is not valid JSON (line {exc.lineno}, column {exc.colno}: "
                 f"{exc.msg}); pass a JSON list of OpenAI chat messages such as "
                 '[{"role": "user", "content": "hi"}]'
+            ) from None
+        except RecursionError:
+            raise ArgumentError(
+                f"messages_json is nested too deeply to read (a message may nest at most "
+                f"{MAX_NESTING} levels); flatten it"
             ) from None
     try:
         return messages_from_openai(data)
