@@ -346,6 +346,8 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             window,
             query=question if uses_query(state.fitter.strategy) else None,
             extra_reserved=self.reserved_tokens(window, question),
+            # a chain's next input may be the results of the AI message's tool calls
+            pending_tool_calls="keep",
         )
         with state.lock:
             state.last = result

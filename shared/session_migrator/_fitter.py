@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ConflictError, SessionNotFoundError
 from session_migrator._fit import Ledger, check_slack
+from session_migrator._fits import PendingToolCalls, check_pending
 from session_migrator._messages import Message
 from session_migrator._migrate import (
     MigrationResult,
@@ -56,6 +57,7 @@ class _Key:
     query: str | None
     counter: str
     budget_cap: int | None
+    pending_tool_calls: str
 
 
 class SessionFitter:
@@ -192,11 +194,14 @@ class SessionFitter:
         extra_reserved: int = 0,
         counter: TokenCounter | None = None,
         budget_cap: int | None = None,
+        pending_tool_calls: PendingToolCalls = "drop",
     ) -> MigrationResult:
         """The conversation fitted to ``target`` (cached until the log or the target changes).
 
         ``extra_reserved`` tokens are held back from the target's budget (e.g. for a retrieved
-        context); ``budget_cap`` caps the budget (e.g. a framework's own history limit).
+        context); ``budget_cap`` caps the budget (e.g. a framework's own history limit);
+        ``pending_tool_calls`` as for :func:`~session_migrator.migrate` (``"keep"``: the newest
+        tool call stays while its results have not come, for a caller appending them next).
         """
         window = resolve_target(target)
         with self._lock:
@@ -213,6 +218,7 @@ class SessionFitter:
                 query,
                 counter.name,
                 budget_cap,
+                check_pending(pending_tool_calls),
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -231,6 +237,7 @@ class SessionFitter:
                 source_model=self._previous_target(),
                 ledger=ledger,
                 budget_cap=budget_cap,
+                pending_tool_calls=pending_tool_calls,
             )
             try:
                 self._persist_counts(messages, counter)
@@ -253,10 +260,16 @@ class SessionFitter:
         query: str | None = None,
         extra_reserved: int = 0,
         budget_cap: int | None = None,
+        pending_tool_calls: PendingToolCalls = "drop",
     ) -> MigrationResult:
         """:meth:`fit` in a worker thread."""
         return await asyncio.to_thread(
-            self.fit, target, query=query, extra_reserved=extra_reserved, budget_cap=budget_cap
+            self.fit,
+            target,
+            query=query,
+            extra_reserved=extra_reserved,
+            budget_cap=budget_cap,
+            pending_tool_calls=pending_tool_calls,
         )
 
     # -- store bookkeeping -----------------------------------------------------------------
