@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import datetime
@@ -31,7 +32,14 @@ if TYPE_CHECKING:
     from session_migrator._windows import ModelWindow
     from session_migrator.store import BaseSessionStore
 
-__all__ = ["ArgumentError", "MessagesArg", "SessionTools", "Strategy", "parse_messages"]
+__all__ = [
+    "DEFAULT_ANSWER_TOKENS",
+    "ArgumentError",
+    "MessagesArg",
+    "SessionTools",
+    "Strategy",
+    "parse_messages",
+]
 
 Strategy = Literal["auto", "trim", "summarize", "recall"]
 #: ``messages_json`` as a JSON string, or already parsed (a list, or ``{"messages": [...]}``).
@@ -46,6 +54,15 @@ UNKNOWN_MODEL_REMEDY = (
 )
 
 
+#: The most tokens an answer carrying messages takes by default: clients refuse larger tool
+#: results (Claude Code: about 25,000 tokens unless MAX_MCP_OUTPUT_TOKENS says otherwise).
+DEFAULT_ANSWER_TOKENS = 20_000
+#: How many sessions' fitted views the server keeps (each holds the session's full log).
+DEFAULT_CACHED_SESSIONS = 4
+#: Characters per token assumed when sizing an answer (JSON runs 3-4; 3 errs on the small side).
+_CHARS_PER_TOKEN = 3
+
+
 class ArgumentError(SessionMigratorError, ValueError):
     """A tool argument is wrong (bad JSON, wrong shape, out of range)."""
 
@@ -56,17 +73,26 @@ class SessionTools:
     ``store`` is a store URL or object (``None``: the default store), opened on first use so the
     model tools work even when no store can be opened. Errors are
     :class:`~session_migrator.SessionMigratorError` subclasses with messages meant for the caller.
-    Thread-safe: calls are serialised.
+    Thread-safe: calls are serialised. The fitted views of the ``max_sessions`` sessions
+    served last are kept (each holds its session's full log); older ones are let go.
 
     >>> tools = SessionTools(store="memory://")
     >>> tools.model_context_window("gpt-4o")["context_window"]
     128000
     """
 
-    def __init__(self, store: str | BaseSessionStore | None = None) -> None:
+    def __init__(
+        self,
+        store: str | BaseSessionStore | None = None,
+        *,
+        max_sessions: int = DEFAULT_CACHED_SESSIONS,
+    ) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         self._store_arg = store
         self._store: BaseSessionStore | None = None
-        self._fitters: dict[tuple[str, str, int | None], SessionFitter] = {}
+        self.max_sessions = max_sessions
+        self._fitters: OrderedDict[tuple[str, str, int | None], SessionFitter] = OrderedDict()
         self._lock = threading.RLock()
 
     # -- models ------------------------------------------------------------------------------
@@ -100,9 +126,14 @@ class SessionTools:
         reserve_output_tokens: int | None = None,
         query: str | None = None,
         context_window: int | None = None,
+        include_messages: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+        max_answer_tokens: int = DEFAULT_ANSWER_TOKENS,
     ) -> dict[str, Any]:
         from session_migrator._migrate import migrate
 
+        paging = _Paging.checked(include_messages, offset, limit, max_answer_tokens)
         messages = parse_messages(messages_json)
         window = _lookup(target_model, context_window)
         _check_reserve(reserve_output_tokens)
@@ -114,7 +145,7 @@ class SessionTools:
                 query=query,
                 reserve_output=reserve_output_tokens,
             )
-        return _result_dict(result)
+        return _result_dict(result, paging, "migrate_session")
 
     # -- the store ---------------------------------------------------------------------------
 
@@ -140,15 +171,22 @@ class SessionTools:
             self._fitters.clear()
 
     def session_append(
-        self, session_id: str, messages_json: MessagesArg, workspace: str = "default"
+        self, session_id: str, messages_json: MessagesArg, workspace: str | None = None
     ) -> dict[str, Any]:
         messages = parse_messages(messages_json)
         with self._lock:
-            added = self.store.append(session_id, messages, workspace=workspace)
+            existing = self.store.get_session(session_id) if workspace is not None else None
+            if existing is not None and existing.workspace != workspace:
+                raise ArgumentError(
+                    f"session {session_id!r} is in workspace {existing.workspace!r}, not "
+                    f"{workspace!r}: workspace only places a new session (leave it out to "
+                    "append to this one, or use another session_id)"
+                )
+            added = self.store.append(session_id, messages, workspace=workspace or "default")
             info = self.store.get_session(session_id)
         return {
             "session_id": session_id,
-            "workspace": info.workspace if info else workspace,
+            "workspace": info.workspace if info else workspace or "default",
             "received": len(messages),
             "appended": added,
             "already_stored": len(messages) - added,
@@ -163,9 +201,14 @@ class SessionTools:
         query: str | None = None,
         reserve_output_tokens: int | None = None,
         context_window: int | None = None,
+        include_messages: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+        max_answer_tokens: int = DEFAULT_ANSWER_TOKENS,
     ) -> dict[str, Any]:
         from session_migrator._fitter import SessionFitter
 
+        paging = _Paging.checked(include_messages, offset, limit, max_answer_tokens)
         window = _lookup(model, context_window)
         _check_reserve(reserve_output_tokens)
         with self._lock:
@@ -179,9 +222,12 @@ class SessionTools:
                     strategy=strategy,
                     reserve_output=reserve_output_tokens,
                 )
-                self._fitters[key] = fitter
+            self._fitters[key] = fitter
+            self._fitters.move_to_end(key)
+            while len(self._fitters) > self.max_sessions:
+                self._fitters.popitem(last=False)
             result = fitter.fit(window, query=query)
-        return {"session_id": session_id, **_result_dict(result)}
+        return {"session_id": session_id, **_result_dict(result, paging, "session_context")}
 
     def session_usage(
         self, session_id: str, model: str, context_window: int | None = None
@@ -273,15 +319,86 @@ def _window_dict(window: ModelWindow) -> dict[str, Any]:
     }
 
 
-def _result_dict(result: MigrationResult) -> dict[str, Any]:
-    report = jsonable(result.report.to_dict())
+class _Paging:
+    """Which of the fitted messages an answer carries, and the size it may take."""
+
+    def __init__(self, include: bool, offset: int, limit: int | None, tokens: int) -> None:
+        self.include, self.offset, self.limit, self.tokens = include, offset, limit, tokens
+
+    @classmethod
+    def checked(cls, include: bool, offset: int, limit: int | None, tokens: int) -> _Paging:
+        if offset < 0:
+            raise ArgumentError(f"offset must not be negative, got {offset}")
+        if limit is not None and limit < 1:
+            raise ArgumentError(f"limit must be at least 1 (or left out), got {limit}")
+        if tokens < 1_000:
+            raise ArgumentError(f"max_answer_tokens must be at least 1000, got {tokens}")
+        return cls(include, offset, limit, tokens)
+
+
+#: Id lists longer than this are shortened in an answer (their head and tail kept, counted).
+_IDS_SHOWN = 50
+
+
+def _short_report(report: dict[str, Any], room: int) -> dict[str, Any]:
+    """``report`` within ``room`` characters where its id lists can be shortened."""
+    if len(json.dumps(report)) <= room:
+        return report
+    out = dict(report)
+    for key, value in report.items():
+        if key.endswith("_ids") and isinstance(value, list) and len(value) > _IDS_SHOWN:
+            half = _IDS_SHOWN // 2
+            out[key] = [*value[:half], *value[-half:]]
+            out[f"{key}_omitted"] = len(value) - _IDS_SHOWN
+    return out
+
+
+def _result_dict(result: MigrationResult, paging: _Paging, tool: str) -> dict[str, Any]:
+    """The answer of ``tool``: the decision, the report, and the page of messages that fits
+    the answer's size (``paging``), with how to ask for the rest."""
+    room = paging.tokens * _CHARS_PER_TOKEN
+    report = _short_report(jsonable(result.report.to_dict()), room // 4)
+    room -= len(json.dumps(report)) + 400  # (the page's own fields)
+    total = len(result.messages)
+    start = min(paging.offset, total)
+    stop = total if paging.limit is None else min(total, start + paging.limit)
+    page: list[dict[str, Any]] = []
+    if paging.include:
+        for message in result.messages[start:stop]:
+            data = jsonable(messages_to_openai([message], include_id=False)[0])
+            room -= len(json.dumps(data)) + 2
+            if room < 0 and page:
+                break
+            page.append(data)  # (one message at least, however large: it cannot be split)
+    shown_end = start + len(page)
+    complete = shown_end >= total
+    hint: str | None = None
+    if not paging.include:
+        hint = f"messages left out (include_messages=false); {total} in the fitted conversation"
+    elif not complete:
+        cut = f"the answer is capped at about {paging.tokens:,} tokens"
+        if paging.limit is not None and shown_end == stop:
+            cut = f"limit={paging.limit}"
+        hint = (
+            f"messages {start} to {shown_end - 1} of {total} ({cut}); call {tool} again with "
+            f"offset={shown_end} for the next page, or raise max_answer_tokens if your client "
+            "takes larger answers"
+        )
     return {
         "decision": report["decision"],
         "tokens_before": report["tokens_before"],
         "tokens_after": report["tokens_after"],
         "budget": report["budget"],
         "report": report,
-        "messages": messages_to_openai(result.messages, include_id=False),
+        "messages": page,
+        "page": {
+            "offset": start,
+            "returned": len(page),
+            "total": total,
+            "complete": complete and paging.include,
+            "next_offset": None if complete or not paging.include else shown_end,
+            "hint": hint,
+        },
     }
 
 
