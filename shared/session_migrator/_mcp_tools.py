@@ -340,11 +340,25 @@ class _Paging:
 _IDS_SHOWN = 50
 
 
+#: Characters of a summary's text shown in an answer's report (the summary itself is a message).
+_SUMMARY_SHOWN = 300
+
+
 def _short_report(report: dict[str, Any], room: int) -> dict[str, Any]:
-    """``report`` within ``room`` characters where its id lists can be shortened."""
+    """``report`` within ``room`` characters where its id lists and the summary's text (which
+    the messages carry whole) can be shortened."""
     if len(json.dumps(report)) <= room:
         return report
     out = dict(report)
+    summary = report.get("summary")
+    if isinstance(summary, dict) and len(str(summary.get("text", ""))) > _SUMMARY_SHOWN:
+        text = str(summary["text"])
+        out["summary"] = {
+            **summary,
+            "text": text[:_SUMMARY_SHOWN] + "...",
+            "text_chars": len(text),
+            "text_note": "shortened here: the messages carry the whole summary",
+        }
     for key, value in report.items():
         if key.endswith("_ids") and isinstance(value, list) and len(value) > _IDS_SHOWN:
             half = _IDS_SHOWN // 2
@@ -363,24 +377,37 @@ def _result_dict(result: MigrationResult, paging: _Paging, tool: str) -> dict[st
     start = min(paging.offset, total)
     stop = total if paging.limit is None else min(total, start + paging.limit)
     page: list[dict[str, Any]] = []
+    cut: int | None = None  # the size of a message cut to fit the answer
     if paging.include:
         for message in result.messages[start:stop]:
             data = jsonable(messages_to_openai([message], include_id=False)[0])
-            room -= len(json.dumps(data)) + 2
+            size = len(json.dumps(data)) + 2
+            if size > room and not page and isinstance(data.get("content"), str):
+                # alone over the cap: its text's head, said so (raise the cap to get it whole)
+                cut = size
+                data["content"] = data["content"][: max(room, 1_000)] + " [... cut here]"
+                size = len(json.dumps(data)) + 2
+            room -= size
             if room < 0 and page:
                 break
-            page.append(data)  # (one message at least, however large: it cannot be split)
+            page.append(data)
     shown_end = start + len(page)
-    complete = shown_end >= total
+    complete = shown_end >= total and cut is None
     hint: str | None = None
-    if not paging.include:
+    if cut is not None:
+        hint = (
+            f"message {start} is larger than the answer's cap and is cut here; call {tool} "
+            f"again with offset={start} and max_answer_tokens={cut // _CHARS_PER_TOKEN + 2_000} "
+            f"to get it whole, or offset={shown_end} for the next page"
+        )
+    elif not paging.include:
         hint = f"messages left out (include_messages=false); {total} in the fitted conversation"
     elif not complete:
-        cut = f"the answer is capped at about {paging.tokens:,} tokens"
+        why = f"the answer is capped at about {paging.tokens:,} tokens"
         if paging.limit is not None and shown_end == stop:
-            cut = f"limit={paging.limit}"
+            why = f"limit={paging.limit}"
         hint = (
-            f"messages {start} to {shown_end - 1} of {total} ({cut}); call {tool} again with "
+            f"messages {start} to {shown_end - 1} of {total} ({why}); call {tool} again with "
             f"offset={shown_end} for the next page, or raise max_answer_tokens if your client "
             "takes larger answers"
         )
@@ -396,7 +423,7 @@ def _result_dict(result: MigrationResult, paging: _Paging, tool: str) -> dict[st
             "returned": len(page),
             "total": total,
             "complete": complete and paging.include,
-            "next_offset": None if complete or not paging.include else shown_end,
+            "next_offset": None if shown_end >= total or not paging.include else shown_end,
             "hint": hint,
         },
     }

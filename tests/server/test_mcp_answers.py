@@ -191,3 +191,22 @@ def test_the_server_keeps_the_fitted_views_of_a_few_sessions_only() -> None:
         assert tools.session_context("s0", "gpt-4o")["messages"][0]["content"] == "hello 0"
     finally:
         tools.close()
+
+
+def test_a_message_larger_than_the_cap_is_cut_and_says_how_to_get_it_whole() -> None:
+    from session_migrator.mcp_server import SessionTools
+
+    huge = "alpha beta gamma delta " * 8_000  # about 32,000 tokens: fits gpt-4o, not the cap
+    tools = SessionTools(store="memory://")
+    try:
+        tools.session_append("s", [{"role": "user", "content": huge}])
+        cut = tools.session_context("s", "gpt-4o")
+        assert len(json.dumps(cut)) < 25_000 * 3
+        assert cut["messages"][0]["content"].endswith("[... cut here]")
+        assert cut["page"]["complete"] is False
+        raised = int(cut["page"]["hint"].split("max_answer_tokens=")[1].split()[0])
+        whole = tools.session_context("s", "gpt-4o", max_answer_tokens=raised)
+        assert whole["messages"][0]["content"] == huge
+        assert whole["page"]["complete"] is True
+    finally:
+        tools.close()
