@@ -57,6 +57,7 @@ from session_migrator._models import (
     register_model,
     unregister_model,
 )
+from session_migrator._nesting import check_nesting
 from session_migrator._online_counters import AnthropicCounter, GeminiCounter
 from session_migrator._redact import redact_secrets
 from session_migrator._rules import chat_rule_violations
@@ -140,6 +141,7 @@ __all__ = [
     "__version__",
     "calibrate",
     "chat_rule_violations",
+    "check_nesting",
     "check_slack",
     "check_strategy",
     "counter_for",

@@ -61,7 +61,9 @@ class _Engine:
             # the counted newest units alone do not show where the fit stops (unusual: broken
             # messages among them, or one huge turn): count the rest
             layout = build_units(
-                messages, [counter.count_message(m) for m in messages], pending=layout.pending
+                messages,
+                [counter.count_message(m) for m in messages],
+                keep_pending=layout.keep_pending,
             )
         if layout.broken:
             notes.append(broken_note(len(layout.broken)))

@@ -14,6 +14,11 @@ from typing import Any, Literal, cast, get_args
 
 from session_migrator._errors import InvalidMessageError
 from session_migrator._message_ids import derived_id, new_id
+from session_migrator._nesting import (
+    check_arguments_nesting,
+    check_message_nesting,
+    check_openai_nesting,
+)
 
 __all__ = [
     "ContentPart",
@@ -50,6 +55,7 @@ class ToolCall:
                     field=f"tool_calls.{label}",
                 )
         arguments: object = self.arguments
+        check_arguments_nesting(arguments, self.id)
         if isinstance(arguments, Mapping):  # what a LangChain tool call holds: kept as JSON
             object.__setattr__(self, "arguments", json.dumps(arguments, ensure_ascii=False))
         elif not isinstance(arguments, str):
@@ -117,6 +123,7 @@ class Message:
         if isinstance(calls, list):
             object.__setattr__(self, "tool_calls", tuple(calls))
         self._check_types()
+        check_message_nesting(self)
         if self.role == "tool" and not self.tool_call_id:
             raise InvalidMessageError(
                 "a tool message needs the tool_call_id of the call it answers",
@@ -308,6 +315,7 @@ def _call_to_openai(call: ToolCall, kept: Any) -> dict[str, Any]:
 
 
 def _from_openai(data: Mapping[str, Any], index: int | None) -> Message:
+    check_openai_nesting(data, index)  # before anything walks it recursively
     if not isinstance(data, Mapping):
         raise InvalidMessageError(
             f"expected an object with 'role' and 'content', got {type(data).__name__}",

@@ -244,9 +244,11 @@ def _check_fit(messages: list[Message], got: object, budget: int) -> None:
     total = counter.count_messages(got.messages)
     assert total <= budget
     assert report.tokens_after == total
-    if report.decision == "fits":  # moved as is (a call still waiting for results included)
-        left_out = set(report.dropped_ids)  # but for tool pairs broken for good
-        assert [m.id for m in got.messages] == [m.id for m in messages if m.id not in left_out]
+    if report.decision == "fits":  # moved as is, but for what a model rejects (reported):
+        left_out = set(report.dropped_ids)  # broken tool pairs, what precedes the first user
+        kept = [m for m in messages if m.id not in left_out]  # message; system messages first
+        expected = [m for m in kept if m.role == "system"] + [m for m in kept if m.role != "system"]
+        assert [m.id for m in got.messages] == [m.id for m in expected]
         return
     assert chat_rule_violations(got.messages) == []
     newest_user = next(m.id for m in reversed(messages) if m.role == "user")

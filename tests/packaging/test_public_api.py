@@ -19,6 +19,7 @@ PUBLIC = {
         "Summarizer", "SummarizerError", "Summary", "TiktokenCounter", "TokenCount",
         "TokenCounter", "ToolCall", "TrimStrategy", "UnknownModelError", "__version__",
         "calibrate", "chat_rule_violations", "check_strategy", "counter_for", "known_models",
+        "calibrate", "chat_rule_violations", "check_nesting", "counter_for", "known_models",
         "load_overrides",
         "lookup_model", "messages_from_openai", "messages_to_openai", "migrate",
         "models_cache_is_stale",

@@ -22,7 +22,7 @@ from session_migrator._errors import (
 from session_migrator._redact import redact_secrets
 from session_migrator._version import __version__
 from session_migrator.cli import _import_cmd, _mcp_cmd, _migrate_cmd, _models_cmd, _sessions_cmd
-from session_migrator.cli._common import UNKNOWN_MODEL_REMEDY, CliError
+from session_migrator.cli._common import TOO_DEEP, UNKNOWN_MODEL_REMEDY, CliError
 
 _COMMANDS = (_models_cmd, _migrate_cmd, _import_cmd, _mcp_cmd, _sessions_cmd)
 
@@ -74,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "or import messages to create it."
             )
         print(f"error: {redact_secrets(str(exc))}", file=sys.stderr)
+        return 2
+    except RecursionError:  # input nested past what a parser takes, wherever it was read
+        print(f"error: the input is {TOO_DEEP}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -682,7 +682,8 @@ def test_deletes_by_another_process_are_seen_at_the_next_get(tmp_path: Path) -> 
     assert len(memory.get()) == 4
     first = memory.store.load("li")[0].id
     assert main(["sessions", "delete", "li", "--message", first, "--store", url]) == 0
-    assert [m.content for m in memory.get()] == ["ok", "weather?", "sunny"]
+    # the log now opens with the model's turn, which a model rejects: left out of get()
+    assert [m.content for m in memory.get()] == ["weather?", "sunny"]
     assert [m.content for m in memory.get_all()] == ["ok", "weather?", "sunny"]
     assert main(["sessions", "delete", "li", "--store", url]) == 0
     assert memory.get() == []
