@@ -29,6 +29,7 @@ from typing import Any
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Session, ToolCall
 from session_migrator.importers._common import (
+    LAST_ENTRY_KEY,
     Conversation,
     ImportResult,
     Record,
@@ -216,8 +217,9 @@ class _Reader:
             ):
                 if isinstance(data.get(key), str) and data[key]:
                     self.facts[name] = data[key]
-            if isinstance(data.get("timestamp"), str):
+            if isinstance(data.get("timestamp"), str) and data["timestamp"]:
                 self.facts.setdefault("started_at", data["timestamp"])
+                self.facts[LAST_ENTRY_KEY] = data["timestamp"]
             if _is_message(data):
                 continue
             if kind == "summary":
@@ -330,7 +332,7 @@ class _Reader:
             out["source_models"] = list(self.models)
         if self.title is not None:
             out["title"] = self.title
-        for name in ("cli_version", "git_branch", "started_at"):
+        for name in ("cli_version", "git_branch", "started_at", LAST_ENTRY_KEY):
             if name in self.facts:
                 out[name] = self.facts[name]
         return out

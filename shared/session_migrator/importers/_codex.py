@@ -34,6 +34,7 @@ from typing import Any, cast
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Role, Session, ToolCall
 from session_migrator.importers._common import (
+    LAST_ENTRY_KEY,
     Conversation,
     ImportResult,
     Record,
@@ -127,6 +128,7 @@ class _Reader:
         self.observed: int | None = None
         self.context_window: int | None = None
         self.recognised = 0
+        self.last_entry_at: str | None = None
         self.conversation = Conversation(stats, id_prefix="cx", key=key)
         self._key = key
         self._unknown: set[str] = set()
@@ -140,6 +142,8 @@ class _Reader:
 
     def _record(self, index: int, rec: Record) -> None:
         data = rec.data
+        if isinstance(data.get("timestamp"), str) and data["timestamp"]:
+            self.last_entry_at = data["timestamp"]
         kind = data.get("type")
         if not isinstance(kind, str | None):
             kind = repr(kind)  # (a list or an object where the line type belongs)
@@ -339,6 +343,8 @@ class _Reader:
         ):
             if isinstance(meta.get(key), str):
                 out[name] = meta[key]
+        if self.last_entry_at is not None:
+            out[LAST_ENTRY_KEY] = self.last_entry_at
         git = meta.get("git")
         if isinstance(git, Mapping) and isinstance(git.get("branch"), str):
             out["git_branch"] = git["branch"]
