@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from session_migrator.store import open_store
 FIXTURES = Path(__file__).parents[1] / "importers" / "fixtures"
 CODEX = FIXTURES / "codex"
 CLAUDE = FIXTURES / "claude_code"
+CLAUDE_2X = FIXTURES / "claude_code_2x"
 CLAUDE_SID = "5b1c9e2a-7d4f-4c3b-9a8e-1f2d3c4b5a69"
 CLAUDE_FILE = CLAUDE / "-home-dev-shop" / f"{CLAUDE_SID}.jsonl"
 
@@ -237,3 +239,23 @@ def test_python_dash_m_in_a_subprocess(tmp_path: Path) -> None:
     data = json.loads(proc.stdout)
     assert data["totals"]["sessions"] == 3
     assert (tmp_path / "home" / "sessions.db").exists()
+
+
+def test_sessions_are_counted_by_id_not_by_file(
+    tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a project folder: a session, an older copy of it, and its two sub-agent transcripts
+    project = tmp_path / "-home-dev-api"
+    shutil.copytree(CLAUDE_2X / "-home-dev-api", project)
+    sid = "7e1f3a20-5c4b-4d8e-9f10-2a3b4c5d6e7f"
+    lines = (project / f"{sid}.jsonl").read_text().splitlines(keepends=True)
+    (project / "copy-of-session.jsonl").write_text("".join(lines[:4]))
+    assert main(["import", "claude-code", str(project), "--store", store_url, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["totals"]["files"] == 4
+    assert data["totals"]["sessions"] == 3
+    with open_store(store_url) as store:
+        ids = {s.id for s in store.list_sessions()}
+    assert ids == {sid, f"{sid}/agent-a4e80a2", f"{sid}/agent-b71c9d0"}
+    assert main(["import", "claude-code", str(project), "--store", store_url]) == 0
+    assert "imported 3 session(s)" in capsys.readouterr().out

@@ -37,3 +37,28 @@ def test_a_result_on_a_sibling_branch_answers_its_parallel_call(
     assert "placeholder_result" not in result.repaired
     assert "off_branch" not in result.skipped
     assert not [w for w in result.warnings if "placeholder" in w or "abandoned" in w]
+
+
+def test_a_sub_agent_transcript_is_its_own_session_linked_to_its_parent(
+    fixtures: Path, check_paired: Check
+) -> None:
+    folder = _project(fixtures, "-home-dev-api") / PARALLEL_SID / "subagents"
+    result = import_claude_code(folder / "agent-a4e80a2.jsonl")
+    msgs = result.session.messages
+    check_paired(msgs)
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    assert msgs[0].text.startswith("Find every place that validates an email")
+    assert msgs[-1].text.startswith("Two validators:")
+    assert result.session.id == f"{PARALLEL_SID}/agent-a4e80a2"
+    meta = result.session.metadata
+    assert meta["parent_session_id"] == PARALLEL_SID
+    assert meta["agent_id"] == "a4e80a2"
+    assert meta["source_model"] == "claude-haiku-4-5-20251001"
+    assert "sidechain" not in result.skipped
+    assert "no messages in this session" not in result.warnings
+    other = import_claude_code(folder / "agent-b71c9d0.jsonl")
+    assert other.session.id == f"{PARALLEL_SID}/agent-b71c9d0"
+    parent = import_claude_code(_project(fixtures, "-home-dev-api") / f"{PARALLEL_SID}.jsonl")
+    assert parent.session.id == PARALLEL_SID
+    assert "parent_session_id" not in parent.session.metadata
+    assert not {m.id for m in parent.session.messages} & {m.id for m in msgs}

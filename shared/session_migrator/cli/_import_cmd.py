@@ -219,7 +219,9 @@ def _report(
     results = outcome.results
     totals = {
         "files": len(results) + len(outcome.failed),
-        "sessions": sum(1 for r, _ in results if r.session.messages),
+        "sessions": len(
+            {(r.session.workspace, r.session.id) for r, _ in results if r.session.messages}
+        ),
         "messages": sum(len(r.session.messages) for r, _ in results),
         "appended": sum(a or 0 for _, a in results) if store is not None else None,
         "skipped": sum(sum(r.skipped.values()) for r, _ in results),

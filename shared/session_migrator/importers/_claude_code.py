@@ -6,7 +6,12 @@ content is a string or a list of blocks: ``text``, ``tool_use`` (assistant), ``t
 each, with the same ``message.id``: they are merged back into one assistant message. A
 ``tool_result`` becomes a ``role="tool"`` message after its call (``is_error`` results start with
 ``[tool error]``). ``thinking`` blocks are skipped with a count (signed for the source model
-only); so are API error notices (``isApiErrorMessage``) and sub-agent entries (``isSidechain``).
+only); so are API error notices (``isApiErrorMessage``) and sub-agent entries (``isSidechain``)
+inside a main session file.
+
+A sub-agent transcript (``<session>/subagents/agent-<id>.jsonl``: every entry ``isSidechain``,
+with an ``agentId`` and the parent's ``sessionId``) is its own session, ``<parent>/agent-<id>``,
+with ``parent_session_id`` and ``agent_id`` in its metadata.
 
 Entries form a tree through ``parentUuid``: a rewind leaves the abandoned branch in the file. The
 conversation is the chain from the last message back to the root (across a ``/compact`` boundary
@@ -76,16 +81,22 @@ def import_claude_code(
     source_id = next(
         (r.data["sessionId"] for r in records if isinstance(r.data.get("sessionId"), str)), None
     )
-    sid = session_id or source_id or path.stem
+    agent = _agent_id(entries, path)
+    if agent is None:
+        sid = session_id or source_id or path.stem
+    else:  # a sub-agent transcript: its own session, named after its parent
+        sid = session_id or (f"{source_id}/agent-{agent}" if source_id else f"agent-{agent}")
     reader = _Reader(stats, key=sid)
     with file_refused_if_odd(path):
         reader.scan(records)
-        for rec in _select(entries, records, stats):
+        for rec in _select(entries, records, stats, sub_agent=agent is not None):
             with line_skipped_if_odd(stats, rec):
                 reader.entry(rec)
         reader.flush()
         messages = reader.conversation.build()
         metadata = reader.metadata(path, source_id)
+    if agent is not None:
+        metadata.update(parent_session_id=source_id, agent_id=agent)
     if not messages:
         stats.warnings.append("no messages in this session")
     return ImportResult(
@@ -112,13 +123,27 @@ def _uuid(rec: Record) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _select(entries: list[Record], records: list[Record], stats: Stats) -> list[Record]:
-    """The message entries of the active conversation, in file order."""
+def _agent_id(entries: list[Record], path: Path) -> str | None:
+    """The sub-agent's id when every message entry is a sidechain (a sub-agent transcript, such
+    as ``<session>/subagents/agent-<id>.jsonl``), else ``None``."""
+    if not entries or any(r.data.get("isSidechain") is not True for r in entries):
+        return None
+    found = next((a for r in entries if isinstance(a := r.data.get("agentId"), str) and a), None)
+    if found is not None:
+        return found
+    return path.stem.removeprefix("agent-")
+
+
+def _select(
+    entries: list[Record], records: list[Record], stats: Stats, *, sub_agent: bool = False
+) -> list[Record]:
+    """The message entries of the active conversation, in file order (a sub-agent transcript's
+    own sidechain entries included)."""
     live: list[Record] = []
     seen: set[str] = set()
     for rec in entries:
         uid = _uuid(rec)
-        if rec.data.get("isSidechain") is True:
+        if rec.data.get("isSidechain") is True and not sub_agent:
             stats.skip("sidechain")
         elif uid is not None and uid in seen:
             stats.skip("duplicate_entry")
