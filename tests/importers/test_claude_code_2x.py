@@ -62,3 +62,42 @@ def test_a_sub_agent_transcript_is_its_own_session_linked_to_its_parent(
     assert parent.session.id == PARALLEL_SID
     assert "parent_session_id" not in parent.session.metadata
     assert not {m.id for m in parent.session.messages} & {m.id for m in msgs}
+
+
+def test_entry_types_of_current_versions_are_known(fixtures: Path, check_paired: Check) -> None:
+    sid = "3c5d7e9f-1a2b-4c3d-8e4f-5a6b7c8d9e0f"
+    result = import_claude_code(_project(fixtures, "-home-dev-web") / f"{sid}.jsonl")
+    check_paired(result.session.messages)
+    assert [m.role for m in result.session.messages] == ["user", "assistant", "tool", "assistant"]
+    assert result.warnings == []
+    assert not [k for k in result.skipped if k.startswith("unknown")]
+    # progress, permission modes, queue operations...: ignored on purpose, counted
+    assert result.skipped == {
+        "progress": 2,
+        "queue-operation": 2,
+        "file-history-snapshot": 1,
+        "system": 1,
+        "permission-mode": 1,
+    }
+    meta = result.session.metadata
+    assert meta["title"] == "Sticky header for the landing page"  # the summary entry
+    assert meta["last_prompt"] == "Make the header sticky on the landing page."
+
+
+def test_titles_written_by_current_versions(tmp_path: Path) -> None:
+    import json
+
+    entries = [
+        {"type": "ai-title", "aiTitle": "Debug the opacity flicker", "sessionId": "s"},
+        {"type": "user", "uuid": "u", "parentUuid": None, "sessionId": "s",
+         "message": {"role": "user", "content": "why does it flicker?"}},
+        {"type": "custom-title", "customTitle": "flicker", "sessionId": "s"},
+        {"type": "mode", "mode": "default", "sessionId": "s"},
+    ]  # fmt: skip
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    result = import_claude_code(path)
+    assert result.warnings == []
+    assert result.session.metadata["title"] == "flicker"  # the user's own title wins
+    assert result.session.metadata["ai_title"] == "Debug the opacity flicker"
+    assert result.skipped == {"mode": 1}

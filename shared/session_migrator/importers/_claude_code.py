@@ -19,8 +19,11 @@ through ``logicalParentUuid``, so nothing before the compaction is lost); entrie
 skipped as ``off_branch``. Blocks of a kept response written on a sibling branch (Claude Code 2.x
 writes parallel ``tool_use`` entries that way) are kept, and a tool result is found by its
 ``tool_use_id`` wherever it sits in the tree. Files without ``uuid`` fields are read in file
-order. ``summary`` entries give the session a ``title``; ``system``, ``file-history-snapshot``
-and unknown entry types are skipped with a count. The last response's usage (input plus cache
+order. A ``custom-title``, ``summary`` or ``ai-title`` entry gives the session a ``title`` (in
+that order of preference; ``ai_title`` is kept too) and ``last-prompt`` a ``last_prompt``;
+``system``, ``progress``, ``file-history-snapshot``, ``queue-operation``, ``permission-mode`` and
+``mode`` entries are skipped on purpose with a count, unknown entry types with a count and a
+warning. The last response's usage (input plus cache
 read and cache creation tokens) is recorded as ``observed_input_tokens``.
 """
 
@@ -53,7 +56,23 @@ __all__ = ["import_claude_code"]
 
 FORMAT = "claude-code"
 _MESSAGE_TYPES = {"user", "assistant"}
-_IGNORED_TYPES = {"system", "file-history-snapshot", "queue-operation"}
+#: Entry types skipped on purpose (counted, no warning): UI and tool-progress events, file
+#: backups, permission modes, queued input (which reappears as the user entry).
+_IGNORED_TYPES = {
+    "system",
+    "file-history-snapshot",
+    "queue-operation",
+    "progress",
+    "permission-mode",
+    "mode",
+}
+#: Entry types whose text is kept as session metadata: type -> (field, metadata key).
+_METADATA_TYPES = {
+    "summary": ("summary", "summary_title"),
+    "ai-title": ("aiTitle", "ai_title"),
+    "custom-title": ("customTitle", "custom_title"),
+    "last-prompt": ("lastPrompt", "last_prompt"),
+}
 _SYNTHETIC_MODEL = "<synthetic>"
 
 
@@ -73,7 +92,7 @@ def import_claude_code(
     stats = Stats()
     records, nlines = read_jsonl(path, stats, format_name="Claude Code session")
     entries = [r for r in records if _is_message(r.data)]
-    if not entries and not any(r.data.get("type") == "summary" for r in records):
+    if not entries and not any(r.data.get("type") in _METADATA_TYPES for r in records):
         raise ImportFormatError(
             f"{path}: line {records[0].line}: no Claude Code user/assistant entries found; is it "
             "a Codex rollout? Try `session-migrator import codex`."
@@ -224,7 +243,7 @@ class _Reader:
         self.conversation = Conversation(stats, id_prefix="cc", key=key)
         self.models: list[str] = []
         self.observed: int | None = None
-        self.title: str | None = None
+        self.texts: dict[str, str] = {}  # the last of each _METADATA_TYPES entry
         self.facts: dict[str, str] = {}
         self._key = key
         self._unknown: set[str] = set()
@@ -247,9 +266,10 @@ class _Reader:
                 self.facts[LAST_ENTRY_KEY] = data["timestamp"]
             if _is_message(data):
                 continue
-            if kind == "summary":
-                if isinstance(data.get("summary"), str):
-                    self.title = data["summary"]
+            if isinstance(kind, str) and kind in _METADATA_TYPES:
+                field, key = _METADATA_TYPES[kind]
+                if isinstance(data.get(field), str) and data[field].strip():
+                    self.texts[key] = data[field]
             elif isinstance(kind, str) and kind in _IGNORED_TYPES:
                 self.stats.skip(kind)
             else:
@@ -355,8 +375,14 @@ class _Reader:
         }
         if len(self.models) > 1:
             out["source_models"] = list(self.models)
-        if self.title is not None:
-            out["title"] = self.title
+        texts = self.texts
+        # the user's own title, else the summary Claude Code wrote, else its generated title
+        title = texts.get("custom_title") or texts.get("summary_title") or texts.get("ai_title")
+        if title is not None:
+            out["title"] = title
+        for key in ("ai_title", "last_prompt"):
+            if key in texts:
+                out[key] = texts[key]
         for name in ("cli_version", "git_branch", "started_at", LAST_ENTRY_KEY):
             if name in self.facts:
                 out[name] = self.facts[name]

@@ -9,6 +9,8 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}``:
   ``local_shell_call`` and their ``*_output`` results, paired by ``call_id``. ``reasoning`` items
   are skipped with a count: they are encrypted or summarised for the source model only and mean
   nothing to another model. ``web_search_call`` has no result in the file: skipped with a count;
+  so are ``ghost_snapshot`` (the harness's undo commits), ``compaction`` (encrypted for the source
+  model) and ``image_generation_call`` items;
 - ``event_msg``: UI events. A ``user_message`` whose prompt no ``response_item`` user message of
   its turn holds (Codex Desktop writes some prompts only as events) becomes the user message, in
   its place; ``token_count`` is read (its last ``input_tokens`` is the input the
@@ -54,7 +56,23 @@ __all__ = ["import_codex"]
 FORMAT = "codex"
 _CALL_TYPES = {"function_call", "custom_tool_call", "local_shell_call"}
 _OUTPUT_TYPES = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
-_ITEM_TYPES = {"message", "reasoning", "web_search_call", *_CALL_TYPES, *_OUTPUT_TYPES}
+#: Response items skipped on purpose (counted, no warning): the harness's undo commits, the
+#: encrypted compaction only the source model can read (the items it replaced stay in the file),
+#: generated images (their prompt and result are not a message to another model).
+_SKIPPED_ITEMS = {
+    "ghost_snapshot": "ghost_snapshot",
+    "compaction": "compaction",
+    "compaction_summary": "compaction",
+    "image_generation_call": "image_generation_call",
+}
+_ITEM_TYPES = {
+    "message",
+    "reasoning",
+    "web_search_call",
+    *_CALL_TYPES,
+    *_OUTPUT_TYPES,
+    *_SKIPPED_ITEMS,
+}
 _LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 _ROLES: dict[str, Role] = {
     "user": "user",
@@ -266,6 +284,8 @@ class _Reader:
             self.stats.skip("reasoning")
         elif itype == "web_search_call":
             self.stats.skip("web_search_call")
+        elif isinstance(itype, str) and itype in _SKIPPED_ITEMS:
+            self.stats.skip(_SKIPPED_ITEMS[itype])
         else:
             self._skip_unknown(f"response item type {itype!r}", itype)
 
