@@ -101,3 +101,17 @@ def test_titles_written_by_current_versions(tmp_path: Path) -> None:
     assert result.session.metadata["title"] == "flicker"  # the user's own title wins
     assert result.session.metadata["ai_title"] == "Debug the opacity flicker"
     assert result.skipped == {"mode": 1}
+
+
+def test_messages_keep_their_source_times(fixtures: Path) -> None:
+    result = import_claude_code(_project(fixtures, "-home-dev-api") / f"{PARALLEL_SID}.jsonl")
+    times = result.session.metadata["source_timestamps"]
+    msgs = result.session.messages
+    assert [times[m.id] for m in msgs] == [
+        "2026-02-18T11:30:21.796Z",
+        "2026-02-18T11:30:24.575Z",  # a merged response: its first entry's time
+        "2026-02-18T11:30:25.612Z",
+        "2026-02-18T11:30:25.700Z",
+        "2026-02-18T11:30:25.811Z",
+        "2026-02-18T11:30:31.004Z",
+    ]

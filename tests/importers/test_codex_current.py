@@ -150,3 +150,13 @@ def test_a_directory_import_takes_rollouts_by_their_first_line(fixtures: Path) -
     exported = import_codex(next(p for p in found if not p.name.startswith("rollout-")))
     assert [m.role for m in exported.session.messages] == ["user", "assistant"]
     assert exported.source_model == "gpt-5.2-codex"
+
+
+def test_messages_keep_their_source_times(fixtures: Path) -> None:
+    result = import_codex(_desktop(fixtures))
+    times = result.session.metadata["source_timestamps"]
+    msgs = result.session.messages
+    assert set(times) == {m.id for m in msgs}
+    first_prompt = next(m for m in msgs if m.role == "user")
+    assert times[first_prompt.id] == "2026-03-02T09:14:11Z"  # the event's line
+    assert list(times.values()) == sorted(times.values())

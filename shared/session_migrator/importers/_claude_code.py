@@ -38,6 +38,7 @@ from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Session, ToolCall
 from session_migrator.importers._common import (
     LAST_ENTRY_KEY,
+    TIMESTAMPS_KEY,
     Conversation,
     ImportResult,
     Record,
@@ -114,6 +115,8 @@ def import_claude_code(
         reader.flush()
         messages = reader.conversation.build()
         metadata = reader.metadata(path, source_id)
+        if times := reader.conversation.timestamps(messages):
+            metadata[TIMESTAMPS_KEY] = times
     if agent is not None:
         metadata.update(parent_session_id=source_id, agent_id=agent)
     if not messages:
@@ -308,6 +311,7 @@ class _Reader:
         if self._pending is None or response_id is None or self._pending[0] != response_id:
             self.flush()
             self._pending = (response_id, self._id(rec), [], [])
+            self.conversation.stamp(self._pending[1], rec)
         _, _, texts, calls = self._pending
         model = message.get("model")
         if isinstance(model, str) and model:
@@ -345,6 +349,7 @@ class _Reader:
         conv = self.conversation
         if isinstance(content, str):
             conv.message("user", content, id=self._id(rec))
+            conv.stamp(self._id(rec), rec)
             return
         parts: list[ContentPart] = []
         for block in content if isinstance(content, list) else ():
@@ -355,6 +360,7 @@ class _Reader:
                 if block.get("is_error") is True:
                     text = f"[tool error] {text}"
                 conv.tool_output(call_id, text, id=conv.result_id(call_id))
+                conv.stamp(conv.result_id(call_id), rec)
             elif btype == "text" and isinstance(block.get("text"), str):
                 parts.append(text_part(block["text"]))
             elif btype == "image" and (url := _image_url(block.get("source"))) is not None:
@@ -363,6 +369,7 @@ class _Reader:
                 self.stats.skip(f"content:{btype}")
         if parts:
             conv.message("user", text_or_parts(parts), id=self._id(rec))
+            conv.stamp(self._id(rec), rec)
 
     def metadata(self, path: Path, source_id: str | None) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -37,6 +37,7 @@ from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Role, Session, ToolCall
 from session_migrator.importers._common import (
     LAST_ENTRY_KEY,
+    TIMESTAMPS_KEY,
     Conversation,
     ImportResult,
     Record,
@@ -110,6 +111,8 @@ def import_codex(
     with file_refused_if_odd(path):
         messages = reader.conversation.build()
         metadata = reader.metadata(path, source_id)
+        if times := reader.conversation.timestamps(messages):
+            metadata[TIMESTAMPS_KEY] = times
     if not messages:
         stats.warnings.append("no messages in this session")
     return ImportResult(
@@ -202,6 +205,7 @@ class _Reader:
             text = payload.get("message")
             if isinstance(text, str) and text.strip():
                 self.conversation.message("user", text, id=self._id(rec))
+                self.conversation.stamp(self._id(rec), rec)
             else:
                 self.stats.skip("compacted")
 
@@ -242,6 +246,7 @@ class _Reader:
                     parts.append(image_part(url))
             if parts:
                 self.conversation.message("user", text_or_parts(parts), id=self._id(rec))
+                self.conversation.stamp(self._id(rec), rec)
             return
         if etype != "token_count":
             self.stats.skip(f"event_msg:{etype}" if isinstance(etype, str) else "event_msg")
@@ -274,12 +279,14 @@ class _Reader:
                 self.stats.skip(f"malformed:{itype}")
             else:
                 conv.tool_call(call, id=self._id(rec))
+                conv.stamp(self._id(rec), rec)
         elif itype in _OUTPUT_TYPES:
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
                 self.stats.skip(f"malformed:{itype}")
                 return
             conv.tool_output(call_id, _output_text(item.get("output")), id=conv.result_id(call_id))
+            conv.stamp(conv.result_id(call_id), rec)
         elif itype == "reasoning":
             self.stats.skip("reasoning")
         elif itype == "web_search_call":
@@ -300,6 +307,7 @@ class _Reader:
             self.conversation.message("assistant", text, id=self._id(rec))
         else:
             self.conversation.message(role, text_or_parts(parts), id=self._id(rec))
+        self.conversation.stamp(self._id(rec), rec)
 
     def _parts(self, content: Any, role: Role) -> list[ContentPart]:
         if isinstance(content, str):

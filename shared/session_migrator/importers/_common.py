@@ -34,8 +34,13 @@ from session_migrator._errors import ImportFormatError
 from session_migrator._messages import MARKER_KEY, ContentPart, Message, Role, ToolCall
 from session_migrator.importers._import_result import LAST_ENTRY_KEY, ImportResult
 
+#: Session metadata key of the time each message was written in the source file (message id ->
+#: ISO 8601 text as the file has it). Message has no time field of its own yet.
+TIMESTAMPS_KEY = "source_timestamps"
+
 __all__ = [
     "LAST_ENTRY_KEY",
+    "TIMESTAMPS_KEY",
     "Conversation",
     "ImportResult",
     "Record",
@@ -208,6 +213,7 @@ class Conversation:
         self._prefix = id_prefix
         self._key = key
         self._items: list[_Turn | _Output] = []
+        self._times: dict[str, str] = {}
 
     def message(
         self,
@@ -234,6 +240,17 @@ class Conversation:
         if isinstance(last, _Turn):
             last.open = False
         self._items.append(_Output(call_id, content, id))
+
+    def stamp(self, id: str, rec: Record) -> None:
+        """Note the time of ``rec`` (its ``timestamp`` field) as the time of message ``id``; the
+        first noted time of an id is kept."""
+        value = rec.data.get("timestamp")
+        if isinstance(value, str) and value:
+            self._times.setdefault(id, value)
+
+    def timestamps(self, messages: list[Message]) -> dict[str, str]:
+        """The source time of each of ``messages`` that has one, by message id."""
+        return {m.id: self._times[m.id] for m in messages if m.id in self._times}
 
     def close_turn(self) -> None:
         """End the open assistant message: later calls start a new one."""
