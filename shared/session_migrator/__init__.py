@@ -27,6 +27,7 @@ from session_migrator._errors import (
 from session_migrator._fitter import SessionFitter
 from session_migrator._live import is_stale as models_cache_is_stale
 from session_migrator._live import refresh as refresh_models
+from session_migrator._memory_doc import export_markdown
 from session_migrator._messages import (
     ContentPart,
     Message,
@@ -115,6 +116,7 @@ __all__ = [
     "calibrate",
     "chat_rule_violations",
     "counter_for",
+    "export_markdown",
     "known_models",
     "load_overrides",
     "lookup_model",

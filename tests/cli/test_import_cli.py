@@ -259,3 +259,27 @@ def test_sessions_are_counted_by_id_not_by_file(
     assert ids == {sid, f"{sid}/agent-a4e80a2", f"{sid}/agent-b71c9d0"}
     assert main(["import", "claude-code", str(project), "--store", store_url]) == 0
     assert "imported 3 session(s)" in capsys.readouterr().out
+
+
+def test_an_imported_session_exported_as_markdown(
+    tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sid = "019c4e2a-8b71-7d30-a5f2-6c1e9d0b3a47"
+    assert main(["import", "codex", str(FIXTURES / "codex_current"), "--store", store_url]) == 0
+    capsys.readouterr()
+    out = tmp_path / "MEMORY.md"
+    args = ["sessions", "export", sid, "--store", store_url, "--format", "markdown"]
+    assert main([*args, "-o", str(out), "--max-chars", "600"]) == 0
+    assert f"wrote the memory document of session '{sid}'" in capsys.readouterr().out
+    doc = out.read_text(encoding="utf-8")
+    assert doc.startswith("# Invoice totals are off by a cent.")
+    assert len(doc) <= 600
+    assert main(args) == 0  # to stdout, the default size
+    whole = capsys.readouterr().out
+    assert "## Files touched" in whole
+    assert "- `src/totals.py`: mentioned" in whole
+    assert len(whole) > len(doc)
+    assert main([*args[:-1], "openai", "--max-chars", "600"]) == 2
+    assert "these shape --format markdown; add it" in capsys.readouterr().err
+    assert main([*args, "--summarizer-model", "m"]) == 2
+    assert "these configure --summarizer openai; add it" in capsys.readouterr().err
