@@ -37,10 +37,12 @@ def register(sub: Any) -> None:
         "import",
         help="import Codex or Claude Code session files into the store",
         description=(
-            "Import Codex rollout files (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) or Claude "
-            "Code sessions (~/.claude/projects/<project>/<session>.jsonl). PATH is a file or a "
-            "directory searched recursively. Tool calls stay paired with their results; damaged "
-            "lines are skipped and counted."
+            "Import Codex rollout files (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl, and any "
+            ".jsonl whose first line is a session_meta) or Claude Code sessions "
+            "(~/.claude/projects/<project>/<session>.jsonl; sub-agent transcripts under "
+            "<session>/subagents/ become sessions of their own). PATH is a file or a directory "
+            "searched recursively. Tool calls stay paired with their results; damaged lines are "
+            "skipped and counted; sessions are counted by id."
         ),
     )
     p.add_argument("format", choices=tuple(FORMATS), metavar="{codex,claude-code}")
