@@ -115,3 +115,23 @@ def test_messages_keep_their_source_times(fixtures: Path) -> None:
         "2026-02-18T11:30:25.811Z",
         "2026-02-18T11:30:31.004Z",
     ]
+
+
+def test_the_chain_may_run_through_the_sibling_branch(
+    fixtures: Path, tmp_path: Path, check_paired: Check
+) -> None:
+    # the same session, but the final answer hangs off the sibling branch's result: the first
+    # two results now sit off the chain, and are still found by their tool_use_id
+    import json
+
+    source = _project(fixtures, "-home-dev-api") / f"{PARALLEL_SID}.jsonl"
+    entries = [json.loads(line) for line in source.read_text().splitlines()]
+    entries[-1]["parentUuid"] = "c1000009-0000-4000-8000-000000000009"
+    path = tmp_path / f"{PARALLEL_SID}.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    result = import_claude_code(path)
+    msgs = result.session.messages
+    check_paired(msgs)
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "tool", "tool", "assistant"]
+    assert all(m.text != PLACEHOLDER_RESULT for m in msgs)
+    assert "off_branch" not in result.skipped
