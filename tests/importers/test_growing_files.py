@@ -133,3 +133,25 @@ def test_an_older_copy_imported_after_a_newer_one_adds_and_replaces_nothing(
     tool = next(m for m in want if m.role == "tool")
     assert tool.text.startswith("42 passed")
     store.close()
+
+
+def test_an_older_copy_with_a_message_the_store_lacks_loses_nothing(tmp_path: Path) -> None:
+    newer, other = tmp_path / "s.jsonl", tmp_path / "o.jsonl"
+    newer.write_text("".join(json.dumps(x) + "\n" for x in CLAUDE))
+    side = {**_claude("u9", "a1", "user", "and the docs?"), "timestamp": CLAUDE[1]["timestamp"]}
+    other.write_text("".join(json.dumps(x) + "\n" for x in [*CLAUDE[:2], side]))
+    store = open_store("memory://")
+    import_file("claude-code", newer).save(store)
+    assert import_file("claude-code", other).save(store) == 1
+    assert "and the docs?" in [m.text for m in store.load(SID)]
+    store.close()
+    # the newer file's metadata stays; the new message's source time joins the others
+    store = open_store("memory://")
+    import_file("claude-code", newer).save(store)
+    import_file("claude-code", other).save(store)
+    info = store.get_session(SID)
+    assert info is not None
+    assert info.metadata["source_path"] == str(newer)
+    assert info.metadata["last_entry_at"] == CLAUDE[-1]["timestamp"]
+    assert len(info.metadata["source_timestamps"]) == len(store.load(SID))
+    store.close()

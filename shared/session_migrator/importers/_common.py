@@ -32,11 +32,7 @@ from typing import Any
 
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import MARKER_KEY, ContentPart, Message, Role, ToolCall
-from session_migrator.importers._import_result import LAST_ENTRY_KEY, ImportResult
-
-#: Session metadata key of the time each message was written in the source file (message id ->
-#: ISO 8601 text as the file has it). Message has no time field of its own yet.
-TIMESTAMPS_KEY = "source_timestamps"
+from session_migrator.importers._import_result import LAST_ENTRY_KEY, TIMESTAMPS_KEY, ImportResult
 
 __all__ = [
     "LAST_ENTRY_KEY",

@@ -12,10 +12,13 @@ from session_migrator._messages import MARKER_KEY, Message, Session
 if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
 
-__all__ = ["LAST_ENTRY_KEY", "ImportResult"]
+__all__ = ["LAST_ENTRY_KEY", "TIMESTAMPS_KEY", "ImportResult"]
 
 #: Metadata key of the time of the file's last entry (ISO 8601, as the file writes it).
 LAST_ENTRY_KEY = "last_entry_at"
+#: Session metadata key of the time each message was written in the source file (message id ->
+#: ISO 8601 text as the file has it). Message has no time field of its own yet.
+TIMESTAMPS_KEY = "source_timestamps"
 
 
 @dataclass(frozen=True)
@@ -60,35 +63,53 @@ class ImportResult:
         from elsewhere are kept; the session's metadata is refreshed with the file's.
 
         An older copy of what is stored (an earlier snapshot of a growing file, imported after a
-        later one) adds and replaces nothing, metadata included: its last entry is older than
-        the stored one's, or each of its messages is stored as it is or in a later version (the
-        real result of its placeholder, its response with more text or tool calls).
+        later one) adds and replaces nothing, metadata included: each of its messages is stored
+        as it is or in a later version (the real result of its placeholder, its response with
+        more text or tool calls), and one is a later version or its last entry is older than the
+        stored one's. A copy with messages the store lacks is stored as usual: nothing is lost.
         """
         session = self.session
         if not session.messages:
             return 0
         known = store.get_session(session.id)
+        older = False
         if known is not None:
-            if _is_older(session.metadata.get(LAST_ENTRY_KEY), known.metadata.get(LAST_ENTRY_KEY)):
-                return 0
             stored = {m.id: m for m in store.load(session.id)}
             forms = [store.stored_form(m) for m in session.messages]
             earlier = [f.id in stored and _earlier_version(f, stored[f.id]) for f in forms]
             pairs = zip(earlier, forms, strict=True)
-            if any(earlier) and all(e or stored.get(f.id) == f for e, f in pairs):
-                return 0
+            covered = all(e or stored.get(f.id) == f for e, f in pairs)
+            last, known_last = (
+                session.metadata.get(LAST_ENTRY_KEY),
+                known.metadata.get(LAST_ENTRY_KEY),
+            )
+            older = any(earlier) or _is_older(last, known_last)
+            if covered and older:
+                return 0  # an older copy: nothing of it is new, nothing of it is newer
+            # from the first message the file has differently (and not as an earlier version),
+            # this file's stored messages are replaced by the file's, in its order
             first = next(
-                (k for k, f in enumerate(forms) if f.id in stored and stored[f.id] != f),
+                (
+                    k
+                    for k, (e, f) in enumerate(zip(earlier, forms, strict=True))
+                    if not e and f.id in stored and stored[f.id] != f
+                ),
                 None,
             )
             if first is not None:
-                stale = [m.id for m in session.messages[first:] if m.id in stored]
+                tail = zip(earlier[first:], forms[first:], strict=True)
+                stale = [f.id for e, f in tail if not e and f.id in stored]
                 store.delete_messages(session.id, stale)
         added = store.append(
             session.id, session.messages, workspace=session.workspace, metadata=session.metadata
         )
         if known is not None:
-            store.set_metadata(session.id, {**known.metadata, **session.metadata})
+            mine, theirs = dict(session.metadata), dict(known.metadata)
+            times = {**_mapping(theirs.get(TIMESTAMPS_KEY)), **_mapping(mine.get(TIMESTAMPS_KEY))}
+            merged = {**mine, **theirs} if older else {**theirs, **mine}  # the newer one wins
+            if times:
+                merged[TIMESTAMPS_KEY] = times
+            store.set_metadata(session.id, merged)
         return added
 
     def summary(self) -> dict[str, Any]:
@@ -124,6 +145,10 @@ def _is_older(mine: object, theirs: object) -> bool:
         return times[0] < times[1]
     except TypeError:  # one with a zone, one without
         return False
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _earlier_version(mine: Message, stored: Message) -> bool:
