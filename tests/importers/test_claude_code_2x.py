@@ -135,3 +135,36 @@ def test_the_chain_may_run_through_the_sibling_branch(
     assert [m.role for m in msgs] == ["user", "assistant", "tool", "tool", "tool", "assistant"]
     assert all(m.text != PLACEHOLDER_RESULT for m in msgs)
     assert "off_branch" not in result.skipped
+
+
+def test_a_sub_agent_names_the_parent_call_that_started_it(tmp_path: Path) -> None:
+    import json
+
+    sid = "p-1"
+    parent = [
+        {"type": "user", "uuid": "u", "parentUuid": None, "sessionId": sid,
+         "message": {"role": "user", "content": "explore the repo"}},
+        {"type": "assistant", "uuid": "a", "parentUuid": "u", "sessionId": sid,
+         "message": {"id": "m", "role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_Task1", "name": "Task",
+              "input": {"subagent_type": "Explore", "prompt": "map the repo"}}]}},
+        {"type": "user", "uuid": "r", "parentUuid": "a", "sessionId": sid,
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "toolu_Task1", "content": [
+                 {"type": "text", "text": "Three packages.\\nagentId: ab12cd3 (for resuming)"}]}]}},
+    ]  # fmt: skip
+    agent = [
+        {"type": "user", "uuid": "x", "parentUuid": None, "sessionId": sid, "isSidechain": True,
+         "agentId": "ab12cd3", "message": {"role": "user", "content": "map the repo"}},
+    ]  # fmt: skip
+    (tmp_path / f"{sid}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in parent))
+    folder = tmp_path / sid / "subagents"
+    folder.mkdir(parents=True)
+    (folder / "agent-ab12cd3.jsonl").write_text(json.dumps(agent[0]) + "\n")
+    meta = import_claude_code(folder / "agent-ab12cd3.jsonl").session.metadata
+    assert meta["parent_tool_call_id"] == "toolu_Task1"
+    (tmp_path / f"{sid}.jsonl").unlink()
+    assert (
+        "parent_tool_call_id"
+        not in import_claude_code(folder / "agent-ab12cd3.jsonl").session.metadata
+    )

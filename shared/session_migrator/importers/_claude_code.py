@@ -11,7 +11,8 @@ inside a main session file.
 
 A sub-agent transcript (``<session>/subagents/agent-<id>.jsonl``: every entry ``isSidechain``,
 with an ``agentId`` and the parent's ``sessionId``) is its own session, ``<parent>/agent-<id>``,
-with ``parent_session_id`` and ``agent_id`` in its metadata.
+with ``parent_session_id`` and ``agent_id`` in its metadata, and ``parent_tool_call_id`` (the
+parent's ``Task`` call whose result names the agent) when the parent file is beside it.
 
 Entries form a tree through ``parentUuid``: a rewind leaves the abandoned branch in the file. The
 conversation is the chain from the last message back to the root (across a ``/compact`` boundary
@@ -38,6 +39,7 @@ from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Session, ToolCall
 from session_migrator.importers._common import (
     LAST_ENTRY_KEY,
+    SHAPE_ERRORS,
     TIMESTAMPS_KEY,
     Conversation,
     ImportResult,
@@ -119,6 +121,9 @@ def import_claude_code(
             metadata[TIMESTAMPS_KEY] = times
     if agent is not None:
         metadata.update(parent_session_id=source_id, agent_id=agent)
+        call = _spawning_call(path, source_id, agent)
+        if call is not None:
+            metadata["parent_tool_call_id"] = call
     if not messages:
         stats.warnings.append("no messages in this session")
     return ImportResult(
@@ -154,6 +159,34 @@ def _agent_id(entries: list[Record], path: Path) -> str | None:
     if found is not None:
         return found
     return path.stem.removeprefix("agent-")
+
+
+def _spawning_call(path: Path, parent_id: str | None, agent: str) -> str | None:
+    """The id of the parent session's tool call (``Task``) that started sub-agent ``agent``: its
+    result names the agent (``agentId: <id>``). The parent file is ``<parent>.jsonl`` beside the
+    ``<parent>/subagents/`` folder; ``None`` when it is not there or does not say."""
+    if parent_id is None or path.parent.name != "subagents":
+        return None
+    parent = path.parent.parent.with_name(f"{parent_id}.jsonl")
+    try:
+        data = parent.read_bytes()
+    except OSError:
+        return None
+    needles = (f"agentId: {agent}".encode(), f'"agentId":"{agent}"'.encode())
+    for line in data.splitlines():
+        if b"tool_result" not in line or not any(n in line for n in needles):
+            continue
+        try:
+            entry = json.loads(line)
+            blocks = entry["message"]["content"]
+            return next(
+                str(b["tool_use_id"])
+                for b in blocks
+                if isinstance(b, Mapping) and b.get("type") == "tool_result"
+            )
+        except (ValueError, *SHAPE_ERRORS, StopIteration):
+            continue
+    return None
 
 
 def _select(
