@@ -81,6 +81,9 @@ def test_a_prompt_in_both_forms_is_one_message_whichever_comes_first(tmp_path: P
         _answer("third answer"),
         _event("first question"),  # asked again, only as an event this time
         _answer("fourth answer"),
+        _user_item("<user_instructions>\nSay yes when you are done.\n</user_instructions>"),
+        _event("yes"),  # a short prompt inside another user item's text is still a prompt
+        _answer("fifth answer"),
     ]
     result = import_codex(_write(tmp_path / "rollout-both.jsonl", lines))
     users = [m.text for m in result.session.messages if m.role == "user"]
@@ -90,6 +93,8 @@ def test_a_prompt_in_both_forms_is_one_message_whichever_comes_first(tmp_path: P
         "second question",
         "# Context from my IDE setup:\n## My request for Codex:\nthird question",
         "first question",
+        "<user_instructions>\nSay yes when you are done.\n</user_instructions>",
+        "yes",
     ]
     assert result.skipped["event_msg:user_message"] == 3
 

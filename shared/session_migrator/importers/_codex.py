@@ -384,8 +384,8 @@ def _event_prompts(records: list[Record]) -> set[int]:
 
     Codex CLI writes a prompt twice (the response item, then the event); Codex Desktop may write
     only the event. An event is covered by a user item between the events before and after it
-    whose text is the prompt or contains it (an IDE wraps the prompt in context), the nearest
-    first; each item covers one event.
+    whose text is the prompt or holds it on lines of its own (an IDE wraps the prompt in
+    context), the nearest first; each item covers one event.
     """
     events: list[tuple[int, str]] = []
     items: list[tuple[int, str]] = []
@@ -406,16 +406,21 @@ def _event_prompts(records: list[Record]) -> set[int]:
         low = events[k - 1][0] if k else -1
         high = events[k + 1][0] if k + 1 < len(events) else len(records)
         start, end = bisect_right(positions, low), bisect_right(positions, high)
-        found = [
-            j
-            for j in range(start, end)
-            if j not in used and (items[j][1] == text or text in items[j][1])
-        ]
+        found = [j for j in range(start, end) if j not in used and _holds(items[j][1], text)]
         if found:
             used.add(min(found, key=lambda j: abs(items[j][0] - pos)))
         else:
             uncovered.add(records[pos].line)
     return uncovered
+
+
+def _holds(item: str, prompt: str) -> bool:
+    """Whether a user item's text is the prompt, or holds it on lines of its own (an IDE puts
+    the prompt after its context); a short prompt inside other text ("yes" in a file's
+    instructions) is not enough."""
+    if item == prompt:
+        return True
+    return bool(prompt) and (item.endswith("\n" + prompt) or f"\n{prompt}\n" in item)
 
 
 def _plain_text(content: Any) -> str:
