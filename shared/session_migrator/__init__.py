@@ -16,28 +16,41 @@ from session_migrator._errors import (
     BudgetError,
     ConflictError,
     ImportFormatError,
+    InvalidIdError,
     InvalidMessageError,
     MissingDependencyError,
     SessionMigratorError,
     SessionNotFoundError,
+    StoreDurabilityWarning,
     StoreError,
     SummarizerError,
     UnknownModelError,
 )
-from session_migrator._fitter import SessionFitter
+from session_migrator._fit import check_slack, truncate_text
+from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._live import is_stale as models_cache_is_stale
 from session_migrator._live import refresh as refresh_models
 from session_migrator._memory_doc import export_markdown
 from session_migrator._messages import (
+    MARKER_KEY,
     ContentPart,
     Message,
+    Role,
     Session,
     ToolCall,
     messages_from_openai,
     messages_to_openai,
 )
-from session_migrator._migrate import MigrationReport, MigrationResult, Plan, migrate, plan
+from session_migrator._migrate import (
+    MigrationReport,
+    MigrationResult,
+    Plan,
+    default_counter,
+    migrate,
+    plan,
+)
 from session_migrator._models import (
+    infer_tokenizer,
     known_models,
     load_overrides,
     lookup_model,
@@ -46,6 +59,7 @@ from session_migrator._models import (
     unregister_model,
 )
 from session_migrator._online_counters import AnthropicCounter, GeminiCounter
+from session_migrator._redact import redact_secrets
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import (
     AutoStrategy,
@@ -54,14 +68,19 @@ from session_migrator._strategies import (
     RecallStrategy,
     SummarizeStrategy,
     TrimStrategy,
+    check_strategy,
+    uses_query,
 )
 from session_migrator._summarizers import (
+    SUMMARY_PROMPT,
     ExtractiveSummarizer,
     OpenAISummarizer,
     Summarizer,
     Summary,
+    summary_request,
 )
 from session_migrator._tokens import (
+    TOKENS_PER_MESSAGE,
     EstimateWarning,
     EstimatingCounter,
     TiktokenCounter,
@@ -75,6 +94,10 @@ from session_migrator._windows import Budget, ModelWindow
 from session_migrator.store import open_store
 
 __all__ = [
+    "DEFAULT_SLACK",
+    "MARKER_KEY",
+    "SUMMARY_PROMPT",
+    "TOKENS_PER_MESSAGE",
     "AnthropicCounter",
     "AutoStrategy",
     "Budget",
@@ -88,6 +111,7 @@ __all__ = [
     "ExtractiveSummarizer",
     "GeminiCounter",
     "ImportFormatError",
+    "InvalidIdError",
     "InvalidMessageError",
     "Message",
     "MigrationReport",
@@ -97,10 +121,12 @@ __all__ = [
     "OpenAISummarizer",
     "Plan",
     "RecallStrategy",
+    "Role",
     "Session",
     "SessionFitter",
     "SessionMigratorError",
     "SessionNotFoundError",
+    "StoreDurabilityWarning",
     "StoreError",
     "SummarizeStrategy",
     "Summarizer",
@@ -115,8 +141,12 @@ __all__ = [
     "__version__",
     "calibrate",
     "chat_rule_violations",
+    "check_slack",
+    "check_strategy",
     "counter_for",
+    "default_counter",
     "export_markdown",
+    "infer_tokenizer",
     "known_models",
     "load_overrides",
     "lookup_model",
@@ -128,8 +158,12 @@ __all__ = [
     "open_store",
     "plan",
     "recalibrate_from_exact",
+    "redact_secrets",
     "refresh_models",
     "register_model",
     "reset_calibration",
+    "summary_request",
+    "truncate_text",
     "unregister_model",
+    "uses_query",
 ]
