@@ -257,6 +257,11 @@ def test_sessions_are_counted_by_id_not_by_file(
     (copy,) = [f for f in data["files"] if f["path"].endswith("copy-of-session.jsonl")]
     assert copy["session_id"] == sid
     assert copy["appended"] == 0  # an older copy, imported after the session: nothing changes
+    agents = [f for f in data["files"] if f["parent_session_id"] == sid]
+    assert sorted(f["session_id"] for f in agents) == [
+        f"{sid}/agent-a4e80a2",
+        f"{sid}/agent-b71c9d0",
+    ]
     with open_store(store_url) as store:
         ids = {s.id for s in store.list_sessions()}
     assert ids == {sid, f"{sid}/agent-a4e80a2", f"{sid}/agent-b71c9d0"}

@@ -113,7 +113,8 @@ class ImportResult:
         return added
 
     def summary(self) -> dict[str, Any]:
-        """A JSON-serialisable digest: ids, counts, skips, repairs and warnings."""
+        """A JSON-serialisable digest: ids, counts, skips, repairs and warnings
+        (``parent_session_id``: the session a sub-agent transcript belongs to, else ``None``)."""
         msgs = self.session.messages
         return {
             "path": str(self.path),
@@ -128,6 +129,7 @@ class ImportResult:
             "skipped": dict(self.skipped),
             "repaired": dict(self.repaired),
             "warnings": list(self.warnings),
+            "parent_session_id": self.session.metadata.get("parent_session_id"),
         }
 
 
