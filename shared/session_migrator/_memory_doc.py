@@ -99,7 +99,7 @@ def export_markdown(
     said = [m for m in messages if m.role in ("user", "assistant") and m.marker is None]
     requests = [m for m in said if m.role == "user" and not _injected(m.text)]
     heading = title or metadata.get("title") or (requests[0].text if requests else "Session")
-    head = [f"# {_one_line(str(heading), 100)}", "", _about(sid, metadata, messages)]
+    head = [f"# {_one_line(str(heading), 100) or 'Session'}", "", _about(sid, metadata, messages)]
     summary = _summary(messages, summarizer, counter, max_chars) if summarizer else None
     if summary is not None:
         head += ["", "## Summary", "", summary]
@@ -119,7 +119,7 @@ def _about(sid: str | None, metadata: Mapping[str, Any], messages: Sequence[Mess
     if metadata.get("source_format"):
         model = metadata.get("source_model")
         facts.append(f"from {metadata['source_format']}" + (f" ({model})" if model else ""))
-    facts.append(f"{len(messages)} messages")
+    facts.append(f"{len(messages)} message{'' if len(messages) == 1 else 's'}")
     times = metadata.get("source_timestamps")
     stamps = sorted(times.values()) if isinstance(times, Mapping) and times else []
     first = stamps[0] if stamps else metadata.get("started_at")

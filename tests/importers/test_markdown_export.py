@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from session_migrator import Message, OpenAISummarizer, Session, ToolCall, export_markdown
 from session_migrator.importers import import_claude_code, import_codex
@@ -176,3 +178,23 @@ def test_a_failing_summarizer_leaves_the_offline_document(
     doc = export_markdown(import_codex(fixtures / DESKTOP).session, summarizer=summarizer)
     assert "_No summary: openai:summary-model failed" in _section(doc, "Summary")
     assert "round once at the end" in _section(doc, "Decisions")
+
+
+_WORDS = ["fix", "src/app.py", "we'll", "keep", "TODO", "42", "Alice", "need to", "the", "`x_y`"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(_WORDS), max_size=40).map(" ".join), min_size=0, max_size=30
+    ),
+    title=st.text(max_size=300),
+    max_chars=st.integers(min_value=200, max_value=4_000),
+)
+def test_any_session_fits_its_size(texts: list[str], title: str, max_chars: int) -> None:
+    messages = [Message("user" if k % 2 == 0 else "assistant", t) for k, t in enumerate(texts)]
+    doc = export_markdown(
+        Session("s", tuple(messages), metadata={"title": title or None}), max_chars=max_chars
+    )
+    assert len(doc) <= max_chars
+    assert doc.startswith("# ")
