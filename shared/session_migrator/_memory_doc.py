@@ -70,7 +70,8 @@ class _Item:
     section: str
     text: str
     rank: float  # lower is kept first
-    order: int  # place in its section
+    order: int  # place in its section (open tasks: the unanswered request, the to-do list,
+    # interrupted calls, then sentences)
 
 
 def export_markdown(
@@ -175,11 +176,11 @@ def _tasks(
         for call in m.tool_calls:
             if call.id not in answered:
                 text = f"- [ ] `{call.name}` was interrupted: no result was recorded"
-                out.append(_Item("Open tasks", text, 1.5, len(todo) + len(out)))
+                out.append(_Item("Open tasks", text, 1.5, 10_000 + len(out)))
     if not todo:  # sentences naming work left, newest first
         found = [s for s in sentences if _TASK.search(s[1].lower())]
         for k, (pos, sentence) in enumerate(found[-10:]):
-            out.append(_Item("Open tasks", f"- [ ] {sentence}", 2.0 - k / 100, pos))
+            out.append(_Item("Open tasks", f"- [ ] {sentence}", 2.0 - k / 100, 20_000 + pos))
     return out
 
 
