@@ -30,6 +30,7 @@ from session_migrator._fit import check_slack, truncate_text
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._live import is_stale as models_cache_is_stale
 from session_migrator._live import refresh as refresh_models
+from session_migrator._memory_doc import export_markdown
 from session_migrator._messages import (
     MARKER_KEY,
     ContentPart,
@@ -146,6 +147,7 @@ __all__ = [
     "check_strategy",
     "counter_for",
     "default_counter",
+    "export_markdown",
     "infer_tokenizer",
     "known_models",
     "load_overrides",

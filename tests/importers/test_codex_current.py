@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator import Message
-from session_migrator.importers import import_codex
+from session_migrator.importers import find_session_files, import_codex
 
 Check = Callable[[Sequence[Message]], None]
 DESKTOP_SID = "019c4e2a-8b71-7d30-a5f2-6c1e9d0b3a47"
@@ -81,6 +81,9 @@ def test_a_prompt_in_both_forms_is_one_message_whichever_comes_first(tmp_path: P
         _answer("third answer"),
         _event("first question"),  # asked again, only as an event this time
         _answer("fourth answer"),
+        _user_item("<user_instructions>\nSay yes when you are done.\n</user_instructions>"),
+        _event("yes"),  # a short prompt inside another user item's text is still a prompt
+        _answer("fifth answer"),
     ]
     result = import_codex(_write(tmp_path / "rollout-both.jsonl", lines))
     users = [m.text for m in result.session.messages if m.role == "user"]
@@ -90,6 +93,8 @@ def test_a_prompt_in_both_forms_is_one_message_whichever_comes_first(tmp_path: P
         "second question",
         "# Context from my IDE setup:\n## My request for Codex:\nthird question",
         "first question",
+        "<user_instructions>\nSay yes when you are done.\n</user_instructions>",
+        "yes",
     ]
     assert result.skipped["event_msg:user_message"] == 3
 
@@ -121,3 +126,42 @@ def test_a_session_without_a_prompt_still_starts_with_the_user(
     assert msgs[1].marker == {"kind": "leading_user_note"}
     assert result.repaired == {"leading_user_note": 1}
     assert any("starts with an answer" in w for w in result.warnings)
+
+
+def test_ghost_snapshots_and_compaction_items_are_known(fixtures: Path, tmp_path: Path) -> None:
+    result = import_codex(_desktop(fixtures))
+    assert result.skipped["ghost_snapshot"] == 3
+    assert result.warnings == []
+    lines = [
+        _line("session_meta", {"id": "s-compact"}),
+        _user_item("hello"),
+        _line("response_item", {"type": "compaction", "encrypted_content": "gAAA..."}),
+        _line("response_item", {"type": "compaction_summary", "encrypted_content": "gAAA..."}),
+        _line("response_item", {"type": "image_generation_call", "id": "ig_1", "result": "iVBO"}),
+        _answer("hi"),
+    ]
+    other = import_codex(_write(tmp_path / "r.jsonl", lines))
+    assert other.warnings == []
+    assert other.skipped == {"compaction": 2, "image_generation_call": 1}
+
+
+def test_a_directory_import_takes_rollouts_by_their_first_line(fixtures: Path) -> None:
+    # an exported rollout named after its id is taken; Codex's prompt history is not
+    found = find_session_files("codex", fixtures / "codex_current")
+    assert [p.name for p in found] == [  # sorted by path: 2026/... before exported/...
+        "rollout-2026-03-02T09-14-05-019c4e2a-8b71-7d30-a5f2-6c1e9d0b3a47.jsonl",
+        "019c5a10-2f3e-7b4c-9d8e-7f6a5b4c3d2e.jsonl",
+    ]
+    exported = import_codex(next(p for p in found if not p.name.startswith("rollout-")))
+    assert [m.role for m in exported.session.messages] == ["user", "assistant"]
+    assert exported.source_model == "gpt-5.2-codex"
+
+
+def test_messages_keep_their_source_times(fixtures: Path) -> None:
+    result = import_codex(_desktop(fixtures))
+    times = result.session.metadata["source_timestamps"]
+    msgs = result.session.messages
+    assert set(times) == {m.id for m in msgs}
+    first_prompt = next(m for m in msgs if m.role == "user")
+    assert times[first_prompt.id] == "2026-03-02T09:14:11Z"  # the event's line
+    assert list(times.values()) == sorted(times.values())

@@ -138,3 +138,16 @@ def read_messages_file(path: str) -> list[Message]:
         return messages_from_openai(data)
     except InvalidMessageError as exc:
         raise CliError(f"{path}: {exc}") from None
+
+
+def write_text(output: str, text: str) -> bool:
+    """Write ``text`` to the file ``output``, or to stdout for ``-`` (then ``True``: nothing more
+    should be printed there); a file that cannot be written is a :class:`CliError`."""
+    if output == "-":
+        sys.stdout.write(text)
+        return True
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{output}: {exc.strerror}") from None
+    return False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from session_migrator.cli._common import (
     read_messages_file,
     table,
 )
+from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
 
 
 def register(sub: Any) -> None:
@@ -45,22 +45,11 @@ def register(sub: Any) -> None:
         "--query", metavar="TEXT", help="what recall looks for (default: the last user message)"
     )
     add_window_option(p, "--to")
-    p.add_argument(
-        "--summarizer",
+    add_summarizer_options(
+        p,
         choices=("extractive", "openai"),
         default="extractive",
         help="'openai' calls an OpenAI-compatible API (needs OPENAI_API_KEY or DEEPSEEK_API_KEY)",
-    )
-    p.add_argument("--summarizer-model", metavar="M", help="the model that summarizes")
-    p.add_argument(
-        "--summarizer-base-url",
-        metavar="URL",
-        help="an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 (Ollama; no key needed)",
-    )
-    p.add_argument(
-        "--summarizer-api-key-env",
-        metavar="VAR",
-        help="read the summarizer's key from this environment variable",
     )
     p.add_argument(
         "-o", "--output", metavar="OUT", help="write the migrated messages here ('-': stdout)"
@@ -76,7 +65,6 @@ def register(sub: Any) -> None:
 
 def run_migrate(args: argparse.Namespace) -> int:
     from session_migrator._migrate import migrate, resolve_target
-    from session_migrator._summarizers import OpenAISummarizer, Summarizer
 
     to_stdout = args.output == "-"
     if to_stdout and args.json:
@@ -87,24 +75,7 @@ def run_migrate(args: argparse.Namespace) -> int:
     if args.reserve_output is not None and args.reserve_output < 0:
         raise CliError("--reserve-output must not be negative")
     target = resolve_target(args.model, context_window=args.context_window)
-    summarizer: Summarizer | None = None
-    options = {
-        "--summarizer-model": args.summarizer_model,
-        "--summarizer-base-url": args.summarizer_base_url,
-        "--summarizer-api-key-env": args.summarizer_api_key_env,
-    }
-    if args.summarizer != "openai" and any(v is not None for v in options.values()):
-        given = ", ".join(k for k, v in options.items() if v is not None)
-        raise CliError(f"{given}: these configure --summarizer openai; add it")
-    if args.summarizer == "openai":
-        key: str | None = None
-        if args.summarizer_api_key_env:
-            key = os.environ.get(args.summarizer_api_key_env) or None
-            if key is None:
-                raise CliError(f"the environment variable {args.summarizer_api_key_env} is not set")
-        summarizer = OpenAISummarizer(
-            args.summarizer_model, base_url=args.summarizer_base_url, api_key=key
-        )
+    summarizer = summarizer_from_args(args)
     result = migrate(
         messages,
         target,
