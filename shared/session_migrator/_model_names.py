@@ -1,12 +1,11 @@
-"""Model names: how a name was routed, its bare form, and the tokenizer it implies.
+"""Model names: how a name was routed and its bare form (the windows layer's vocabulary).
 
-Pure functions over strings, shared by the lookup (``_models``), the live cache (``_live``) and
-the script that builds the bundled table, so that all three agree on what a name means.
+Pure functions over strings, with no import of the rest of the package: shared by the lookup
+(``_models``), the bundled table (``_model_table``), the live cache (``_live``), the tokenizer
+families (``_tokenizers``) and the script that builds the table, so all agree on what a name means.
 
 >>> normalize_model_name("us.anthropic.claude-3-5-sonnet-20241022-v2:0")
 'claude-3-5-sonnet'
->>> infer_tokenizer("openai/gpt-4o-mini"), infer_tokenizer("claude-opus-4-7")
-('o200k_base', 'claude-4.7')
 """
 
 from __future__ import annotations
@@ -15,12 +14,7 @@ import functools
 import re
 from collections.abc import Iterator
 
-from session_migrator._encodings import ENCODINGS
-from session_migrator._tokens import FAMILY_MULTIPLIERS
-
 __all__ = [
-    "check_tokenizer",
-    "infer_tokenizer",
     "name_candidates",
     "normalize_model_name",
     "route_name",
@@ -134,60 +128,3 @@ def name_candidates(name: str) -> tuple[str, ...]:
     """The forms of ``name`` a lookup tries, most specific first, without repeats."""
     forms = [name.strip().lower(), route_name(name), *_strip_steps(route_name(name))]
     return tuple(dict.fromkeys(forms))
-
-
-# -- tokenizer families --------------------------------------------------------------------------
-
-_OPENAI_O200K = re.compile(
-    r"(?:gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-[5-9]|gpt-(?!35)\d\d|o[1-9]|gpt-oss|codex-mini"
-    r"|gpt-audio|gpt-realtime|chatgpt)(?:$|[-.:])"
-)
-_OPENAI_CL100K = re.compile(r"(?:gpt-4|gpt-3\.5|gpt-35)(?:$|[-.:])")
-_CLAUDE_VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d)(?:-(\d{1,2}))?(?!\d)")
-#: (pattern searched anywhere in the routed name, family); the first match wins.
-_MISTRAL_SPM = r"mixtral|mistral-7b|mistral-tiny|mistral-(?:large|medium|small)-(?:23\d\d|240[1-6])"
-_FAMILY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), family)
-    for pattern, family in (
-        (r"gemini|gemma|learnlm", "gemini"),
-        (_MISTRAL_SPM, "mistral-spm"),  # before the 2407 tekken switch
-        (r"mistral|codestral|pixtral|ministral|magistral|devstral|voxtral", "mistral"),
-        (r"^deepseek", "deepseek"),
-        (r"qwen|qwq|qvq", "qwen"),
-        (r"deepseek", "deepseek"),
-        (r"llama-?2(?![\d.])|codellama|code-llama|llama-v2", "other"),  # Llama 2: 32k SPM
-        (r"llama|^l3[-.]", "llama"),
-    )
-)  # fmt: skip
-
-
-def infer_tokenizer(name: str) -> str:
-    """The tokenizer a model name implies: an encoding, a key of ``FAMILY_MULTIPLIERS``, or
-    ``other`` when the name says nothing (estimated most conservatively).
-
-    >>> infer_tokenizer("gpt-4o-mini"), infer_tokenizer("claude-opus-4-7")
-    ('o200k_base', 'claude-4.7')
-    """
-    s = route_name(name)
-    if _OPENAI_O200K.match(s):
-        return "o200k_base"
-    if _OPENAI_CL100K.match(s):
-        return "cl100k_base"
-    if "claude" in s:
-        match = _CLAUDE_VERSION.search(s)
-        if match is None:  # no version: legacy (claude-v2, claude-instant) or a new name
-            return "claude" if re.search(r"claude-(?:v\d|instant)", s) else "claude-4.7"
-        version = (int(match.group(1)), int(match.group(2) or 0))
-        return "claude-4.7" if version >= (4, 7) else "claude"
-    for pattern, family in _FAMILY_RULES:
-        if pattern.search(s):
-            return family
-    return "other"
-
-
-def check_tokenizer(tokenizer: str) -> str:
-    """``tokenizer`` if it is an encoding or an estimated family, else :class:`ValueError`."""
-    if tokenizer not in ENCODINGS and tokenizer not in FAMILY_MULTIPLIERS:
-        known = ", ".join(sorted([*ENCODINGS, *FAMILY_MULTIPLIERS]))
-        raise ValueError(f"unknown tokenizer {tokenizer!r}; use one of: {known}")
-    return tokenizer

@@ -29,27 +29,20 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
-import importlib.resources
 import json
 import os
-import re
 import threading
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from session_migrator import _live
 from session_migrator._config import models_override_file
 from session_migrator._errors import SessionMigratorError, UnknownModelError
-from session_migrator._model_names import (
-    check_tokenizer,
-    infer_tokenizer,
-    name_candidates,
-    normalize_model_name,
-    route_name,
-)
+from session_migrator._model_names import name_candidates, normalize_model_name, route_name
+from session_migrator._model_table import bundled, bundled_note, table
+from session_migrator._tokenizers import check_tokenizer, infer_tokenizer
 from session_migrator._windows import ModelWindow
 
 __all__ = [
@@ -64,99 +57,6 @@ __all__ = [
     "route_name",
     "unregister_model",
 ]
-
-# -- the bundled table ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Table:
-    rows: dict[str, ModelWindow]
-    aliases: dict[str, str]
-    notes: dict[str, str]
-    children: dict[str, frozenset[str]]  # name -> first segments of the names that extend it
-
-
-_table_lock = threading.Lock()
-_table: _Table | None = None
-
-
-def _load_table() -> _Table:
-    global _table
-    if _table is not None:
-        return _table
-    with _table_lock:
-        if _table is None:
-            resource = importlib.resources.files("session_migrator") / "_data" / "models.json"
-            data = json.loads(resource.read_text(encoding="utf-8"))
-            rows: dict[str, ModelWindow] = {}
-            notes: dict[str, str] = {}
-            for key, row in data["models"].items():
-                rows[key] = ModelWindow(
-                    name=key,
-                    provider=row["provider"],
-                    context_window=row["context_window"],
-                    max_input_tokens=row["max_input_tokens"],
-                    max_output_tokens=row["max_output_tokens"],
-                    tokenizer=row["tokenizer"],
-                    source=f"bundled:{row['source']}",
-                    as_of=row["as_of"],
-                )
-                if row.get("note"):
-                    notes[key] = row["note"]
-            aliases: dict[str, str] = dict(data["aliases"])
-            children: dict[str, set[str]] = {}
-            for key in (*rows, *aliases):
-                for cut in _dash_positions(key):
-                    children.setdefault(key[:cut], set()).add(key[cut + 1 :].split("-", 1)[0])
-            _table = _Table(rows, aliases, notes, {k: frozenset(v) for k, v in children.items()})
-    return _table
-
-
-def _dash_positions(name: str) -> list[int]:
-    return [i for i, ch in enumerate(name) if ch == "-" and 0 < i < len(name) - 1]
-
-
-def _bundled(key: str) -> ModelWindow | None:
-    table = _load_table()
-    row = table.rows.get(key)
-    if row is None and key in table.aliases:
-        row = table.rows[table.aliases[key]]
-    return row
-
-
-def bundled_note(name: str) -> str | None:
-    """Why a bundled row differs from its source (a fix), or ``None``."""
-    return _load_table().notes.get(name)
-
-
-_VERSION_SEGMENT = re.compile(r"v?\d{1,2}(?:[.p]\d+)?")
-
-
-def _prefix_match(name: str) -> str | None:
-    """The longest bundled name that ``name`` extends by variant segments (see module doc)."""
-    table = _load_table()
-    for cut in reversed(_dash_positions(name)):
-        prefix = name[:cut]
-        if prefix not in table.rows and prefix not in table.aliases:
-            continue
-        segment = name[cut + 1 :].split("-", 1)[0]
-        siblings = table.children.get(prefix, frozenset())
-        if segment != "0" and _VERSION_SEGMENT.fullmatch(segment):
-            return None  # another version: claude-opus-4-9 is not claude-opus-4
-        if segment not in siblings and difflib.get_close_matches(segment, siblings, 1, 0.75):
-            return None  # a misspelt sibling: gpt-4o-mnii is not gpt-4o
-        return prefix
-    return None
-
-
-def _suggestions(name: str) -> list[str]:
-    table = _load_table()
-    keys = [*table.rows, *table.aliases, *(w.name for w in _overrides().values())]
-    found: list[str] = []
-    for form in dict.fromkeys([normalize_model_name(name), route_name(name)]):
-        found += difflib.get_close_matches(form, keys, n=5, cutoff=0.6)
-    return list(dict.fromkeys(found))[:5]
-
 
 # -- overrides -----------------------------------------------------------------------------------
 
@@ -360,6 +260,15 @@ def _overrides() -> dict[str, ModelWindow]:
 # -- lookup --------------------------------------------------------------------------------------
 
 
+def _suggestions(name: str) -> list[str]:
+    t = table()
+    keys = [*t.rows, *t.aliases, *(w.name for w in _overrides().values())]
+    found: list[str] = []
+    for form in dict.fromkeys([normalize_model_name(name), route_name(name)]):
+        found += difflib.get_close_matches(form, keys, n=5, cutoff=0.6)
+    return list(dict.fromkeys(found))[:5]
+
+
 def _resolve(name: str) -> ModelWindow | None:
     candidates = name_candidates(name)
     overrides = _overrides()
@@ -369,12 +278,7 @@ def _resolve(name: str) -> ModelWindow | None:
     live = _live.lookup_cached(normalize_model_name(name))
     if live is not None:
         return live
-    for form in candidates:
-        row = _bundled(form)
-        if row is not None:
-            return row
-    prefix = _prefix_match(candidates[-1])
-    return _bundled(prefix) if prefix is not None else None
+    return bundled(name)
 
 
 def lookup_model(
@@ -451,7 +355,7 @@ def known_models(query: str | None = None, *, provider: str | None = None) -> li
     ``query`` keeps names containing it, as given or normalised (case-insensitive);
     ``provider`` keeps one provider (case-insensitive). Aliases are not listed.
     """
-    found: dict[str, ModelWindow] = dict(_load_table().rows)
+    found: dict[str, ModelWindow] = dict(table().rows)
     for window in _overrides().values():
         routed = route_name(window.name)
         found[routed if routed in found else window.name.lower()] = window

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from session_migrator import UnknownModelError, _live, _models
+from session_migrator import UnknownModelError, _live, _model_table, _models
 from session_migrator._errors import SessionMigratorError
 from session_migrator._models import (
     infer_tokenizer,
@@ -460,7 +460,7 @@ def test_known_models_shows_overrides_in_place() -> None:
 
 
 def test_table_loads_once_under_concurrency(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_models, "_table", None)
+    monkeypatch.setattr(_model_table, "_table", None)
     loads: list[int] = []
     real = json.loads
 
