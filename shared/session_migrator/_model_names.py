@@ -15,9 +15,11 @@ import re
 from collections.abc import Iterator
 
 __all__ = [
+    "QUANTIZED",
     "name_candidates",
     "normalize_model_name",
     "route_name",
+    "spelling_key",
 ]
 
 # -- name normalisation --------------------------------------------------------------------------
@@ -29,7 +31,9 @@ _BEDROCK_VENDORS = frozenset(
         "mistral", "moonshotai", "nvidia", "openai", "qwen", "twelvelabs", "writer", "xai", "zai",
     }
 )  # fmt: skip
-_TAG = re.compile(r":[a-z][a-z-]*$")  # :free, :beta, :thinking, :latest ...
+#: Routing tags (OpenRouter's :free, :beta, :thinking ..., Ollama's :latest); any other tag is a
+#: size or variant (Ollama's llama3:70b, phi3:mini) and stays as ``-70b``, ``-mini``.
+_TAG = re.compile(r":(?:free|beta|thinking|extended|nitro|floor|online|exacto|latest|default)$")
 _BEDROCK_VERSION = re.compile(r"-v?\d+:\d+$")  # -v1:0, -v2:0, -1:0
 _VERTEX_AT = re.compile(r"@([a-z0-9-]+)$")
 _CLAUDE_LEGACY = re.compile(r"claude-(?:[12](?:[.-]|$)|instant|v\d)")
@@ -126,5 +130,41 @@ def normalize_model_name(name: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def name_candidates(name: str) -> tuple[str, ...]:
     """The forms of ``name`` a lookup tries, most specific first, without repeats."""
-    forms = [name.strip().lower(), route_name(name), *_strip_steps(route_name(name))]
+    routed = route_name(name)
+    forms = [name.strip().lower(), routed, *_strip_steps(routed)]
+    bare = QUANTIZED.sub("", routed)
+    if bare != routed:  # Ollama's llama3.1:8b-instruct-q4_K_M, a host's -fp8
+        forms += [bare, *_strip_steps(bare)]
+    forms.append(spelling_key(routed))
     return tuple(dict.fromkeys(forms))
+
+
+#: Quantization and serving suffixes: the same model's weights, the same window.
+QUANTIZED = re.compile(
+    r"(?:-(?:fp8|fp16|fp32|fp4|bf16|f16|f32|int4|int8|awq|gptq|w4a16|w8a8|gguf|mlx|nvfp4"
+    r"|q[2-8](?:_[0-9a-z]+)*|iq[1-4](?:_[0-9a-z]+)*))+$"
+)
+_LLAMA = re.compile(r"^(?:meta-)?llama-?v?(\d+)(?:[.p-](\d))?(?=-\d+(?:\.\d+)?b(?:-|$)|-|$)")
+
+
+@functools.lru_cache(maxsize=8192)
+def spelling_key(name: str) -> str:
+    """What every spelling of one model shares: routed, then without a maker prefix
+    (``meta-llama-3.1`` -> ``llama-3.1``; ``llama3.1``, ``llama-v3p1``, ``llama3-1`` alike),
+    quantization suffixes, ``-instruct`` / ``-it`` / ``-hf``, expert counts (``-16e``); dates and
+    versions are kept. Two names with one key are one model: the bundled table gives them the
+    same facts.
+
+    >>> spelling_key("meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo")
+    'llama-3.1-8b'
+    >>> spelling_key("ollama/llama3.1:8b-instruct-q4_K_M")
+    'llama-3.1-8b'
+    """
+    s = route_name(name)
+    s = _LLAMA.sub(lambda m: f"llama-{m[1]}" + (f".{m[2]}" if m[2] else ""), s)
+    s = re.sub(r"-instruct-turbo$", "-instruct", s)
+    s = QUANTIZED.sub("", s)
+    s = re.sub(r"-v0(\d)$", r"-v0.\1", s)  # mistral-7b-instruct-v03
+    s = re.sub(r"-\d+e(?=-|$)", "", s)  # llama-4-scout-17b-16e
+    s = re.sub(r"-(?:instruct|it|hf)(?=-|$)", "", s)
+    return s or route_name(name)
