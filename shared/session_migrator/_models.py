@@ -41,7 +41,7 @@ from session_migrator import _live
 from session_migrator._config import models_override_file
 from session_migrator._errors import SessionMigratorError, UnknownModelError
 from session_migrator._model_names import name_candidates, normalize_model_name, route_name
-from session_migrator._model_table import bundled, bundled_note, table
+from session_migrator._model_table import bundled, bundled_note, served_by, table
 from session_migrator._tokenizers import check_tokenizer, infer_tokenizer
 from session_migrator._windows import ModelWindow
 
@@ -353,7 +353,8 @@ def known_models(query: str | None = None, *, provider: str | None = None) -> li
     """Every known model (bundled rows, then overrides in their place), sorted by name.
 
     ``query`` keeps names containing it, as given or normalised (case-insensitive);
-    ``provider`` keeps one provider (case-insensitive). Aliases are not listed.
+    ``provider`` keeps one provider's models (case-insensitive): those it makes and those it
+    lists (``groq``, ``openrouter``, ``ollama``). Aliases are not listed.
     """
     found: dict[str, ModelWindow] = dict(table().rows)
     for window in _overrides().values():
@@ -361,7 +362,10 @@ def known_models(query: str | None = None, *, provider: str | None = None) -> li
         found[routed if routed in found else window.name.lower()] = window
     windows = sorted(found.values(), key=lambda w: w.name.lower())
     if provider is not None:
-        windows = [w for w in windows if w.provider.lower() == provider.strip().lower()]
+        wanted = provider.strip().lower()
+        windows = [
+            w for w in windows if w.provider.lower() == wanted or wanted in served_by(w.name)
+        ]
     if query is not None and query.strip():
         forms = {query.strip().lower(), normalize_model_name(query)}
         windows = [w for w in windows if any(f in w.name.lower() for f in forms)]
