@@ -199,5 +199,4 @@ def test_check_mode_notices_a_stale_file(tmp_path: Path) -> None:
     stale.write_text(COMMITTED.read_text(encoding="utf-8").replace("128000", "128001", 1))
     result = _build("--check", "--out", str(stale))
     assert result.returncode == 1
-    assert "out of date" in result.stderr
-    assert _build("--check", "--out", str(COMMITTED)).returncode == 0
+    assert "out of date" in result.stderr  # (a fresh file passes: see the byte-for-byte test)
