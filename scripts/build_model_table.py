@@ -3,23 +3,22 @@
     python scripts/build_model_table.py [DATA_DIR] [--out FILE] [--check]
 
 Offline and deterministic: the same inputs give the same bytes (rows sorted, one per line).
-``DATA_DIR`` (default ``../shared/data`` beside the repository) holds:
+``DATA_DIR`` (default ``../shared/data`` beside the repository) holds models.dev's data
+(``models.dev/``: base models and every provider's rows, MIT), LiteLLM's model list (MIT) and
+``model_windows.csv`` (hand-checked); ``model_facts.py`` adds retired models, open-weight models
+from their makers' model cards and Ollama's library names.
 
-- ``litellm_model_prices_and_context_window.json``: LiteLLM's model list (MIT) as of
-  :data:`LITELLM_AS_OF`; entries with mode ``chat`` or ``responses`` and a ``max_input_tokens``;
-- ``model_windows.csv``: hand-checked rows, which win over LiteLLM; where it lists one model
-  twice, the row derived from models.dev wins (models.dev keeps input, output and window apart).
-
-Plus :data:`HAND_ROWS`: retired models LiteLLM dropped, with their public figures.
-
-Each row is keyed by its routed name (``session_migrator._models.route_name``: no provider
-prefix, Bedrock or Vertex wrapping; dates kept). Where several sources name one model, the first
-of these wins: the CSV, :data:`HAND_ROWS`, LiteLLM's entry from the model's own maker
-(:data:`FIRST_PARTY`), then other hosts (their most common figures). When the maker's facts are
-known for a model, other hosts' undated spellings of it (``claude-3-7-sonnet-latest`` at one
-host) become aliases of the maker's newest row: the table describes models; a host's own
-serving limit is for the live cache or an override. Every bare name (dates and ``-latest``
-stripped) that is not a row is an alias of its newest row.
+Every name is routed (``route_name``: no provider prefix, Bedrock or Vertex wrapping) and the
+spellings of one model are grouped: by :func:`~session_migrator._model_names.spelling_key`
+(``meta-llama/Meta-Llama-3.1-8B-Instruct``, ``llama3.1:8b`` and ``llama-v3p1-8b-instruct`` are one
+model) and by models.dev's ``base_model`` links. A group is one row; its other spellings are
+aliases, so every spelling has the same facts. The row's facts come from the most trusted source
+that lists the model, in this order: the CSV, the hand facts, models.dev's base model (the maker's
+facts), the maker's own API (models.dev or LiteLLM first-party rows), then other hosts (resellers:
+their most common figures, the smaller on a tie). A host's own serving limit is for the live
+cache or an override, not the table. Every bare name (dates and ``-latest`` stripped) that is not
+a row is an alias of its newest row, the maker's where there is one. Each row records which
+providers list it (``hosts``).
 
 Then :func:`apply_fixes` corrects the known errors of the sources (each fixed row says so in
 ``note`` and has source ``checked``): OpenAI's gpt-5 input cap versus window, Claude's 1M
@@ -30,35 +29,45 @@ larger than the window.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 try:
-    from session_migrator._models import infer_tokenizer, normalize_model_name, route_name
+    from session_migrator._model_names import QUANTIZED, normalize_model_name, spelling_key
+    from session_migrator._tokenizers import infer_tokenizer
 except ImportError:  # pragma: no cover - a clear message instead of a traceback
     sys.exit("build_model_table: install the project first (make install), then run again")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from model_facts import OPEN_WEIGHTS, RETIRED, ollama_aliases
+from model_fixes import apply_fixes
+from model_sources import (
+    CHECKED_AS_OF,
+    CSV_FILE,
+    LITELLM_AS_OF,
+    LITELLM_FILE,
+    MODELS_DEV,
+    MODELS_DEV_AS_OF,
+    RANK_HAND,
+    RANK_HOST,
+    RANK_MAKER,
+    Row,
+    read_csv,
+    read_litellm,
+    read_models_dev_bases,
+    read_models_dev_providers,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / ".." / "shared" / "data"
 DEFAULT_OUT = REPO / "shared" / "session_migrator" / "_data" / "models.json"
-LITELLM_FILE = "litellm_model_prices_and_context_window.json"
-CSV_FILE = "model_windows.csv"
-LITELLM_AS_OF = "2026-08-01"
-#: The date the hand-checked rows and fixes were checked against their sources.
-CHECKED_AS_OF = "2026-08-01"
-MIN_MODELS = 1_000
-MIN_PROVIDERS = 20
-
-#: Routers, not models (OpenRouter's ``openrouter/auto`` and the like).
-ROUTERS = frozenset({"auto", "bodybuilder", "free", "router"})
-
-RANK_CSV, RANK_HAND, RANK_MAKER, RANK_HOST = 0, 1, 2, 3
+MIN_MODELS = 1_500
+MIN_PROVIDERS = 100
 
 #: (pattern, owner, anywhere): names are matched at their start first, then (``anywhere``)
 #: searched, so ``hermes-3-llama-3.1`` is Nous Research's and ``l3-8b-stheno`` falls through.
@@ -128,41 +137,6 @@ FIRST_PARTY: dict[str, frozenset[str]] = {
     }.items()
 }
 
-_ANTHROPIC_DOCS = "Anthropic models overview (legacy models)"
-_GEMINI_DOCS = "Gemini API models page (Gemini 1.x)"
-#: (name, provider, max input, max output, reference): retired models missing from LiteLLM.
-HAND_ROWS: tuple[tuple[str, str, int, int, str], ...] = (
-    ("claude-3-5-haiku-20241022", "anthropic", 200_000, 8_192, _ANTHROPIC_DOCS),
-    ("claude-3-5-sonnet-20240620", "anthropic", 200_000, 8_192, _ANTHROPIC_DOCS),
-    ("claude-3-5-sonnet-20241022", "anthropic", 200_000, 8_192, _ANTHROPIC_DOCS),
-    ("claude-3-sonnet-20240229", "anthropic", 200_000, 4_096, _ANTHROPIC_DOCS),
-    ("claude-2.1", "anthropic", 200_000, 4_096, _ANTHROPIC_DOCS),
-    ("claude-2.0", "anthropic", 100_000, 4_096, _ANTHROPIC_DOCS),
-    ("claude-instant-1.2", "anthropic", 100_000, 4_096, _ANTHROPIC_DOCS),
-    ("gemini-1.5-pro", "google", 2_097_152, 8_192, _GEMINI_DOCS),
-    ("gemini-1.5-flash", "google", 1_048_576, 8_192, _GEMINI_DOCS),
-    ("gemini-1.5-flash-8b", "google", 1_048_576, 8_192, _GEMINI_DOCS),
-    ("gemini-1.0-pro", "google", 30_720, 2_048, _GEMINI_DOCS),
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One source's facts for one model id (before and after fixes)."""
-
-    id: str
-    provider: str
-    max_input_tokens: int
-    max_output_tokens: int | None
-    rank: int
-    source: str
-    as_of: str
-    ref: str
-    context_window: int = 0
-    note: str = ""
-    preferred: bool = False  # wins ties within its rank (a bare LiteLLM key, a models.dev row)
-
-
 #: Path segments of LiteLLM keys that are not an organisation.
 _NOT_ORG = re.compile(
     r"models|accounts|@\w+|ps|invoke|[a-z]{2}(?:-[a-z]+)+-\d|\d+-month-commitment"
@@ -190,101 +164,103 @@ def owner_of(model_id: str, key: str = "", host: str = "") -> str:
     return "unknown"
 
 
-def _int(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        return None
-    return int(value)
-
-
-def read_litellm(path: Path) -> list[Row]:
-    """Chat and responses entries with an input limit, one :class:`Row` per entry."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    rows = []
-    for key in sorted(data):
-        entry = data[key]
-        if not isinstance(entry, dict) or entry.get("mode") not in ("chat", "responses"):
-            continue
-        max_input = _int(entry.get("max_input_tokens"))
-        if max_input is None:
-            continue
-        model_id = route_name(key)
-        if not re.fullmatch(r"[a-z0-9][a-z0-9._:+-]*", model_id):
-            continue
-        if model_id in ROUTERS:
-            continue
-        host = str(entry.get("litellm_provider", ""))
-        owner = owner_of(model_id, key, host)
-        maker = host in FIRST_PARTY.get(owner, frozenset())
-        rows.append(
-            Row(
-                id=model_id,
-                provider=owner,
-                max_input_tokens=max_input,
-                max_output_tokens=_int(entry.get("max_output_tokens")),
-                rank=RANK_MAKER if maker else RANK_HOST,
-                source=f"litellm@{LITELLM_AS_OF}",
-                as_of=LITELLM_AS_OF,
-                ref=f"litellm: {key}",
-                preferred=key.lower() == model_id,
-            )
-        )
-    return rows
-
-
-def read_csv(path: Path) -> list[Row]:
-    """The hand-checked rows (``model,provider,max_input_tokens,max_output_tokens,source``)."""
-    rows = []
-    with path.open(encoding="utf-8", newline="") as handle:
-        for record in csv.DictReader(handle):
-            date = re.search(r"@(\d{4}-\d{2}(?:-\d{2})?)", record["source"])
-            rows.append(
-                Row(
-                    id=route_name(record["model"]),
-                    provider=record["provider"],
-                    max_input_tokens=int(record["max_input_tokens"]),
-                    max_output_tokens=int(record["max_output_tokens"]),
-                    rank=RANK_CSV,
-                    source="checked",
-                    as_of=date.group(1) if date else CHECKED_AS_OF,
-                    ref=f"{CSV_FILE}: {record['source']}",
-                    preferred="models.dev" in record["source"],
-                )
-            )
-    return rows
-
-
 def hand_rows() -> list[Row]:
-    return [
-        Row(name, provider, max_in, max_out, RANK_HAND, "checked", CHECKED_AS_OF, f"hand: {ref}")
-        for name, provider, max_in, max_out, ref in HAND_ROWS
-    ]
-
-
-def choose(rows: Iterable[Row]) -> dict[str, Row]:
-    """One row per id: best rank, then preferred, then the most common figures, then smaller."""
-    by_id: dict[str, list[Row]] = defaultdict(list)
-    for row in rows:
-        by_id[row.id].append(row)
-    chosen = {}
-    for model_id, group in by_id.items():
-        best_rank = min(r.rank for r in group)
-        top = [r for r in group if r.rank == best_rank]
-        votes = Counter((r.max_input_tokens, r.max_output_tokens) for r in top)
-        chosen[model_id] = min(
-            top,
-            key=lambda r: (
-                not r.preferred,
-                -votes[(r.max_input_tokens, r.max_output_tokens)],
-                r.max_input_tokens,
-                r.max_output_tokens or 0,
-                r.ref,
-            ),
+    """The retired models and the open-weight models of ``model_facts``."""
+    rows = []
+    for name, provider, window, output, ref in (*RETIRED, *OPEN_WEIGHTS):
+        rows.append(
+            Row(name, provider, window, output, RANK_HAND, "checked", CHECKED_AS_OF, f"hand: {ref}")
         )
-        figures = {(r.max_input_tokens, r.max_output_tokens) for r in group if r.rank == RANK_HAND}
-        figures |= {(r.max_input_tokens, r.max_output_tokens) for r in group if r.rank == RANK_CSV}
-        if any(r.rank == RANK_HAND for r in group) and len(figures) > 1:
-            raise SystemExit(f"build_model_table: {model_id}: HAND_ROWS disagrees with {CSV_FILE}")
-    return chosen
+    return rows
+
+
+def _best(group: list[Row]) -> Row:
+    """The facts of a group: best rank, then preferred, then the most common figures, then the
+    smaller (an overstated window is the worse error)."""
+    best_rank = min(r.rank for r in group)
+    top = [r for r in group if r.rank == best_rank]
+    votes = Counter((r.max_input_tokens, r.context_window, r.max_output_tokens) for r in top)
+    return min(
+        top,
+        key=lambda r: (
+            not r.preferred,
+            -votes[(r.max_input_tokens, r.context_window, r.max_output_tokens)],
+            r.context_window or r.max_input_tokens,
+            r.max_input_tokens,
+            r.max_output_tokens or 0,
+            r.ref,
+        ),
+    )
+
+
+def _name_of(group: list[Row]) -> str:
+    """A group's row name: the most trusted source's spelling, the most common, the shortest."""
+    best_rank = min(r.rank for r in group)
+    names = Counter(r.id for r in group if r.rank == best_rank)
+    name = min(names, key=lambda n: (-names[n], len(n), n))
+    bare = QUANTIZED.sub("", name)  # llama-4-scout-17b-16e-instruct, not its -fp8 listing
+    return bare if bare != name and any(r.id == bare for r in group) else name
+
+
+class _Groups:
+    """Union-find over model ids."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def _names(model_id: str) -> set[str]:
+    return {model_id, normalize_model_name(model_id), spelling_key(model_id)}
+
+
+def group_rows(
+    candidates: Iterable[Row],
+) -> tuple[dict[str, Row], dict[str, str], dict[str, set[str]]]:
+    """One row per model (see the module doc), the aliases of its other spellings, its hosts."""
+    by_id: dict[str, list[Row]] = defaultdict(list)
+    groups = _Groups()
+    candidates = list(candidates)
+    for spelling, model in ollama_aliases().items():  # Ollama's names are links, as base_model
+        groups.union(f"key:{spelling_key(spelling)}", model)
+    known = {n for r in candidates if r.rank <= RANK_MAKER for n in _names(r.id)}
+    for row in candidates:
+        by_id[row.id].append(row)
+        groups.union(row.id, f"key:{spelling_key(row.id)}")
+        own = _names(row.id)
+        # a host's link to another base (neon's claude-sonnet-4 -> claude-sonnet-4-5) is not
+        # followed where the host's name is a maker's name of its own
+        if row.base and (not own & known or own & _names(row.base)):
+            groups.union(row.id, row.base)
+    members: dict[str, list[str]] = defaultdict(list)
+    for model_id in by_id:
+        members[groups.find(model_id)].append(model_id)
+    rows: dict[str, Row] = {}
+    aliases: dict[str, str] = {}
+    hosts: dict[str, set[str]] = {}
+    for ids in members.values():
+        group = [r for i in ids for r in by_id[i]]
+        name = _name_of(group)
+        rows[name] = replace(_best(group), id=name)
+        hosts[name] = {r.host for r in group if r.host}
+        for model_id in ids:
+            if model_id != name:
+                aliases[model_id] = name
+        key = spelling_key(name)
+        if key != name and key not in by_id:
+            aliases.setdefault(key, name)
+    return rows, aliases, hosts
 
 
 def _newest(ids: Sequence[str], bare: str) -> str:
@@ -296,132 +272,78 @@ def _newest(ids: Sequence[str], bare: str) -> str:
     return max(ids)
 
 
-def split_aliases(chosen: dict[str, Row]) -> tuple[dict[str, Row], dict[str, str]]:
-    """Rows and aliases (see the module doc: other hosts' spellings and bare names)."""
+def bare_aliases(rows: dict[str, Row], aliases: dict[str, str]) -> dict[str, str]:
+    """Bare names (dates and ``-latest`` stripped) of rows that are not rows: aliases of their
+    newest row, the maker's where there is one; a host's undated spelling of a maker's model
+    becomes an alias of the maker's row too."""
     groups: dict[str, list[str]] = defaultdict(list)
-    for model_id in sorted(chosen):
+    for model_id in sorted(rows):
         groups[normalize_model_name(model_id)].append(model_id)
-    rows: dict[str, Row] = {}
-    aliases: dict[str, str] = {}
+    out = dict(aliases)
+    by_key = {spelling_key(name): name for name in sorted(rows, reverse=True)}
     for bare, ids in groups.items():
-        makers = [i for i in ids if chosen[i].rank <= RANK_MAKER]
+        makers = [i for i in ids if rows[i].rank <= RANK_MAKER]
         target = _newest(makers or ids, bare)
         for model_id in ids:
             spelling = model_id in (bare, f"{bare}-latest")  # not a dated snapshot of its own
-            if makers and spelling and model_id not in makers:
-                aliases[model_id] = target
-            else:
-                rows[model_id] = chosen[model_id]
-        if bare not in rows:
-            aliases[bare] = target
-    return rows, aliases
+            if makers and spelling and model_id not in makers and rows[model_id].rank == RANK_HOST:
+                out[model_id] = target
+        if bare not in rows:  # one spelling key, one model: that row wins over the newest
+            out.setdefault(bare, by_key.get(spelling_key(bare), target))
+    return out
 
 
-# -- fixes ---------------------------------------------------------------------------------------
+def settle(
+    rows: dict[str, Row], aliases: dict[str, str], hosts: dict[str, set[str]]
+) -> tuple[dict[str, Row], dict[str, str]]:
+    """Drop rows that became aliases (their hosts go to the target), resolve alias chains."""
+    for name, spelling in ollama_aliases().items():
+        target = aliases.get(spelling, spelling)
+        if target in rows and name != target:
+            aliases[name] = target
+    final = {k: v for k, v in rows.items() if k not in aliases}
 
-_GPT5 = re.compile(r"gpt-(?:[5-9]|\d\d)(?:$|[-.])")
-_CLAUDE_VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d)(?:-(\d{1,2}))?(?!\d)")
+    def resolve(name: str) -> str:
+        seen = set()
+        while name in aliases and name not in seen:
+            seen.add(name)
+            name = aliases[name]
+        return name
 
-
-def _was(row: Row) -> str:
-    return f"(source said {row.max_input_tokens:,} input / {row.max_output_tokens or 0:,} output)"
-
-
-def fix_gpt5_input_cap(row: Row, rows: dict[str, Row]) -> Row | None:
-    """OpenAI gpt-5 and later: input cap = window - 128,000 output (400k: 272k; 1.05M: 922k).
-
-    LiteLLM gives the input cap for 272k models and the window for the others; models.dev and
-    OpenAI's model pages state both (gpt-5: 272,000 of 400,000; gpt-5.4: 922,000 of 1,050,000).
-    """
-    del rows
-    if row.provider != "openai" or not _GPT5.match(row.id) or row.max_output_tokens != 128_000:
-        return None
-    if row.max_input_tokens == 272_000 and row.context_window == 272_000:
-        window, cap = 400_000, 272_000
-    elif row.max_input_tokens in (400_000, 1_050_000):
-        window, cap = row.max_input_tokens, row.max_input_tokens - 128_000
-    else:
-        return None
-    note = f"gpt-5 family: {cap:,} input of a {window:,} window {_was(row)}"
-    return replace(row, context_window=window, max_input_tokens=cap, note=note)
-
-
-def fix_claude_default_window(row: Row, rows: dict[str, Row]) -> Row | None:
-    """Claude before 4.6 has a 200,000 window; 1M needs the ``context-1m`` beta header."""
-    del rows
-    match = _CLAUDE_VERSION.search(row.id)
-    if row.provider != "anthropic" or match is None or row.context_window <= 200_000:
-        return None
-    if (int(match.group(1)), int(match.group(2) or 0)) >= (4, 6):
-        return None
-    note = f"Claude < 4.6: 200,000 by default, 1M only with a beta header {_was(row)}"
-    return replace(row, context_window=200_000, max_input_tokens=200_000, note=note)
-
-
-def fix_deepseek_aliases(row: Row, rows: dict[str, Row]) -> Row | None:
-    """``deepseek-chat`` / ``deepseek-reasoner`` now serve DeepSeek V4 Flash (1M window)."""
-    if row.id not in ("deepseek-chat", "deepseek-reasoner") or "deepseek-v4-flash" not in rows:
-        return None
-    v4 = rows["deepseek-v4-flash"]
-    note = f"alias now served by deepseek-v4-flash {_was(row)}"
-    return replace(
-        row,
-        context_window=v4.context_window,
-        max_input_tokens=v4.max_input_tokens,
-        max_output_tokens=v4.max_output_tokens,
-        note=note,
-    )
-
-
-def fix_output_over_window(row: Row, rows: dict[str, Row]) -> Row | None:
-    """An output cap larger than the window is capped at the window."""
-    del rows
-    if row.max_output_tokens is None or row.max_output_tokens <= row.context_window:
-        return None
-    note = f"max output capped at the window {_was(row)}"
-    return replace(row, max_output_tokens=row.context_window, note=note)
-
-
-#: (fix, whether it states a checked fact: then the row's source becomes ``checked``).
-FIXES: tuple[tuple[Callable[[Row, dict[str, Row]], Row | None], bool], ...] = (
-    (fix_gpt5_input_cap, True),
-    (fix_claude_default_window, True),
-    (fix_deepseek_aliases, True),
-    (fix_output_over_window, False),
-)
-
-
-def apply_fixes(rows: dict[str, Row]) -> dict[str, Row]:
-    """Rows with ``context_window`` set (the input limit unless a fix says otherwise), fixed."""
-    base = {k: replace(r, context_window=r.max_input_tokens) for k, r in rows.items()}
-    fixed = dict(base)
-    for fix, checked in FIXES:
-        for model_id in sorted(fixed):
-            row = fixed[model_id]
-            new = fix(row, base)
-            if new is not None:
-                note = f"{row.note}; {new.note}" if row.note else new.note
-                if checked:
-                    new = replace(new, source="checked", as_of=CHECKED_AS_OF)
-                fixed[model_id] = replace(new, note=note)
-    return fixed
+    settled = {}
+    for alias in aliases:
+        target = resolve(alias)
+        if target in final and alias != target:
+            settled[alias] = target
+            hosts.setdefault(target, set()).update(hosts.get(alias, set()))
+    return final, settled
 
 
 # -- output --------------------------------------------------------------------------------------
 
 
-def render(rows: dict[str, Row], aliases: dict[str, str]) -> str:
+def render(rows: dict[str, Row], aliases: dict[str, str], hosts: dict[str, set[str]]) -> str:
     """The JSON text: a header, then one line per model and per alias, sorted."""
-    providers = sorted({r.provider for r in rows.values()})
+    makers = {r.provider for r in rows.values()}
+    listed = {h for name in rows for h in hosts.get(name, ())}
     header = {
-        "format": 1,
+        "format": 2,
         "generated_by": "scripts/build_model_table.py",
         "sources": {
+            f"models.dev@{MODELS_DEV_AS_OF}": "anomalyco/models.dev at f3fc692 (MIT): base "
+            "models and every provider's rows",
             f"litellm@{LITELLM_AS_OF}": f"BerriAI/litellm {LITELLM_FILE} (MIT)",
             "checked": f"{CSV_FILE} (LiteLLM cross-checked with models.dev and LangChain "
-            "profiles, MIT), hand-added retired models and the fixes named in each row's note",
+            "profiles, MIT), model_facts.py (retired models, open-weight models per their "
+            "makers' model cards) and the fixes named in each row's note",
         },
-        "counts": {"models": len(rows), "aliases": len(aliases), "providers": len(providers)},
+        "counts": {
+            "models": len(rows),
+            "aliases": len(aliases),
+            "makers": len(makers),
+            "providers": len(makers | listed),
+            "listings": sum(len(hosts.get(name, ())) for name in rows),
+        },
     }
     lines = ["{"]
     lines += [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}," for k, v in header.items()]
@@ -439,6 +361,8 @@ def render(rows: dict[str, Row], aliases: dict[str, str]) -> str:
             "as_of": r.as_of,
             "ref": r.ref,
         }
+        if hosts.get(model_id):
+            record["hosts"] = sorted(hosts[model_id])
         if r.note:
             record["note"] = r.note
         comma = "," if i < len(ordered) - 1 else ""
@@ -454,7 +378,7 @@ def render(rows: dict[str, Row], aliases: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def validate(rows: dict[str, Row], aliases: dict[str, str]) -> None:
+def validate(rows: dict[str, Row], aliases: dict[str, str], hosts: dict[str, set[str]]) -> None:
     """The table's contract; a violation stops the build."""
     problems = []
     for model_id, r in rows.items():
@@ -466,7 +390,8 @@ def validate(rows: dict[str, Row], aliases: dict[str, str]) -> None:
     problems += [f"{a}: both a row and an alias" for a in aliases if a in rows]
     if len(rows) < MIN_MODELS:
         problems.append(f"only {len(rows)} models (want >= {MIN_MODELS})")
-    if len({r.provider for r in rows.values()}) < MIN_PROVIDERS:
+    providers = {r.provider for r in rows.values()} | {h for v in hosts.values() for h in v}
+    if len(providers) < MIN_PROVIDERS:
         problems.append(f"fewer than {MIN_PROVIDERS} providers")
     if problems:
         raise SystemExit("build_model_table: " + "\n  ".join(problems))
@@ -474,18 +399,22 @@ def validate(rows: dict[str, Row], aliases: dict[str, str]) -> None:
 
 def build(data_dir: Path) -> str:
     """The table's JSON text from the files in ``data_dir``."""
-    for name in (LITELLM_FILE, CSV_FILE):
-        if not (data_dir / name).is_file():
+    for name in (LITELLM_FILE, CSV_FILE, MODELS_DEV):
+        if not (data_dir / name).exists():
             raise SystemExit(f"build_model_table: {data_dir / name} not found; pass DATA_DIR")
+    bases = read_models_dev_bases(data_dir / MODELS_DEV)
     candidates = [
         *read_csv(data_dir / CSV_FILE),
         *hand_rows(),
-        *read_litellm(data_dir / LITELLM_FILE),
+        *bases.values(),
+        *read_models_dev_providers(data_dir / MODELS_DEV, bases, owner_of),
+        *read_litellm(data_dir / LITELLM_FILE, owner_of, FIRST_PARTY),
     ]
-    rows, aliases = split_aliases(choose(candidates))
+    rows, aliases, hosts = group_rows(candidates)
+    rows, aliases = settle(rows, bare_aliases(rows, aliases), hosts)
     rows = apply_fixes(rows)
-    validate(rows, aliases)
-    return render(rows, aliases)
+    validate(rows, aliases, hosts)
+    return render(rows, aliases, hosts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,7 @@ stays in the session store.
 'fits'
 """
 
-from session_migrator._calibration import recalibrate_from_exact, reset_calibration
+from session_migrator._calibration import reset_calibration
 from session_migrator._errors import (
     BudgetError,
     ConflictError,
@@ -60,6 +60,7 @@ from session_migrator._models import (
 )
 from session_migrator._nesting import check_nesting
 from session_migrator._online_counters import AnthropicCounter, GeminiCounter
+from session_migrator._recalibration import recalibrate_from_exact
 from session_migrator._redact import redact_secrets
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import (

@@ -6,11 +6,13 @@ at 1.0 and moves only when the user feeds it facts:
 
 - :func:`calibrate` folds in observed usage (a response's real ``input_tokens`` against what this
   library estimated for the request), moving halfway toward the observed ratio each time;
-- :func:`recalibrate_from_exact` measures the ratio directly from an exact counter (an online
-  count endpoint) over sample messages and sets it.
+- ``recalibrate_from_exact`` (in ``_tokens``, the counting layer above this one) measures the
+  ratio from an exact counter over sample messages and sets it through :func:`set_factor`.
 
-Factors stay within [0.5, 2.0] and are stored per model name, as given, in
-``data_home()/calibration.json``::
+This module sits below the counters and the lookup: it imports only the configuration and the
+bundled table. Factors stay within [0.5, 2.0] and are stored per model under its bundled row's
+name (:func:`session_migrator._model_table.bundled_name`: every alias of a model shares one
+factor) in ``data_home()/calibration.json``::
 
     {"version": 1, "models": {"claude-opus-4-7": {"factor": 1.1, "observations": 3,
                                                   "method": "usage", "updated": "..."}}}
@@ -30,24 +32,20 @@ import math
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from session_migrator._config import data_home
-
-if TYPE_CHECKING:
-    from session_migrator._messages import Message
-    from session_migrator._tokens import TokenCounter
+from session_migrator._model_table import bundled_name
 
 __all__ = [
     "CALIBRATION_FILE",
     "calibrate",
     "calibration_factor",
     "calibration_path",
-    "recalibrate_from_exact",
     "reset_calibration",
+    "set_factor",
 ]
 
 #: File name of the persisted factors, under :func:`session_migrator._config.data_home`.
@@ -179,15 +177,9 @@ def calibration_factor(model: str) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _model_key(model: str) -> str:
-    """The name a model's factor is kept under: the name its window goes by (what the fits look
-    it up by), so ``anthropic/claude-3-haiku`` and ``claude-3-haiku`` are one model."""
-    from session_migrator._errors import UnknownModelError
-    from session_migrator._models import lookup_model, normalize_model_name
-
-    try:
-        return lookup_model(model).name
-    except (UnknownModelError, ValueError):
-        return normalize_model_name(model)
+    """The name a model's factor is kept under: its bundled row's name (else the name routed),
+    so ``anthropic/claude-3-haiku`` and ``claude-3-haiku-20240307`` are one model."""
+    return bundled_name(model)
 
 
 def calibrate(model: str, *, estimated: int, observed: int, persist: bool = True) -> float:
@@ -223,43 +215,7 @@ def reset_calibration(model: str | None = None) -> None:
         _write(state)
 
 
-def recalibrate_from_exact(
-    model: str,
-    exact_counter: TokenCounter,
-    sample_messages: Sequence[Message],
-    *,
-    tokenizer: str | None = None,
-    persist: bool = True,
-) -> float:
-    """Measure and set ``model``'s factor from an exact counter over ``sample_messages``.
-
-    The factor is ``sum(exact) / sum(estimate)`` over the samples' texts, where the estimate is
-    the uncalibrated estimating counter for ``tokenizer`` (default: guessed from the model name,
-    e.g. ``claude`` or ``gemini``), so that ``counter_for(tokenizer, model=model)`` afterwards
-    counts what the exact counter does on text like the samples. It replaces any earlier factor
-    (a measurement, not an observation to average), clamped to [0.5, 2.0].
-
-    If the exact counter fell back to an estimate for any sample (its ``exact`` is false after
-    counting) or the samples hold no text, nothing changes and the current factor is returned.
-    A few varied messages (prose, code, the user's language) of some hundred tokens suffice.
-    """
-    from session_migrator._model_names import infer_tokenizer
-    from session_migrator._tokens import counter_for
-
-    model = _model_key(model)
-    family = tokenizer or infer_tokenizer(model)
-    estimate = counter_for(family)
-    texts = [m.text for m in sample_messages if m.text.strip()]
-    if not texts:
-        return calibration_factor(model)
-    exact_total = 0
-    for text in texts:
-        exact_total += exact_counter.count_text(text)
-        if not exact_counter.exact:
-            _log.warning("not recalibrating %s: the exact counter fell back to an estimate", model)
-            return calibration_factor(model)
-    estimate_total = sum(estimate.count_text(t) for t in texts)
-    if exact_total <= 0 or estimate_total <= 0:
-        return calibration_factor(model)
+def set_factor(model: str, ratio: float, *, method: str, persist: bool = True) -> float:
+    """Replace ``model``'s factor by ``ratio`` (clamped to [0.5, 2.0]); returns the new factor."""
     with _lock:
-        return _set(model, _clamp(exact_total / estimate_total), method="exact", persist=persist)
+        return _set(_model_key(model), _clamp(ratio), method=method, persist=persist)

@@ -41,7 +41,8 @@ from typing import Any
 
 from session_migrator._config import data_home
 from session_migrator._live_sources import KINDS, FetchError, as_int, fetch_source
-from session_migrator._model_names import infer_tokenizer, normalize_model_name
+from session_migrator._model_names import normalize_model_name
+from session_migrator._tokenizers import infer_tokenizer
 from session_migrator._windows import ModelWindow
 
 __all__ = [

@@ -26,6 +26,7 @@ from session_migrator._tokens import (
     REPLY_PRIMING,
     TokenCounter,
     count_all,
+    counted_exactly,
     counter_for,
 )
 from session_migrator._windows import Budget, ModelWindow
@@ -104,7 +105,9 @@ def plan(
     window = resolve_target(target)
     counter = counter or default_counter(window)
     # count first: an online counter learns only while counting whether it fell back to estimates
-    return _plan(window, counter, counter.count_messages(messages), reserve_output, extra_reserved)
+    tokens = counter.count_messages(messages)
+    exact = counted_exactly(counter, messages)
+    return _plan(window, counter, tokens, reserve_output, extra_reserved, exact=exact)
 
 
 def _plan(
@@ -114,8 +117,9 @@ def _plan(
     reserve_output: int | None,
     extra_reserved: int,
     budget_cap: int | None = None,
+    *,
+    exact: bool,
 ) -> Plan:
-    exact = counter.exact
     budget = Budget.for_window(
         window,
         exact=exact,
@@ -307,7 +311,10 @@ def _migrate(
     else:
         costs = count_all(counter, messages)
         tokens = REPLY_PRIMING + sum(costs)
-    decision = _plan(window, counter, tokens, reserve_output, extra_reserved, budget_cap)
+    exact = counted_exactly(counter, messages)
+    decision = _plan(
+        window, counter, tokens, reserve_output, extra_reserved, budget_cap, exact=exact
+    )
     report = MigrationReport(
         target=window.name,
         decision="fits",

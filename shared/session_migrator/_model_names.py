@@ -1,12 +1,11 @@
-"""Model names: how a name was routed, its bare form, and the tokenizer it implies.
+"""Model names: how a name was routed and its bare form (the windows layer's vocabulary).
 
-Pure functions over strings, shared by the lookup (``_models``), the live cache (``_live``) and
-the script that builds the bundled table, so that all three agree on what a name means.
+Pure functions over strings, with no import of the rest of the package: shared by the lookup
+(``_models``), the bundled table (``_model_table``), the live cache (``_live``), the tokenizer
+families (``_tokenizers``) and the script that builds the table, so all agree on what a name means.
 
 >>> normalize_model_name("us.anthropic.claude-3-5-sonnet-20241022-v2:0")
 'claude-3-5-sonnet'
->>> infer_tokenizer("openai/gpt-4o-mini"), infer_tokenizer("claude-opus-4-7")
-('o200k_base', 'claude-4.7')
 """
 
 from __future__ import annotations
@@ -15,15 +14,12 @@ import functools
 import re
 from collections.abc import Iterator
 
-from session_migrator._encodings import ENCODINGS
-from session_migrator._tokens import FAMILY_MULTIPLIERS
-
 __all__ = [
-    "check_tokenizer",
-    "infer_tokenizer",
+    "QUANTIZED",
     "name_candidates",
     "normalize_model_name",
     "route_name",
+    "spelling_key",
 ]
 
 # -- name normalisation --------------------------------------------------------------------------
@@ -35,7 +31,9 @@ _BEDROCK_VENDORS = frozenset(
         "mistral", "moonshotai", "nvidia", "openai", "qwen", "twelvelabs", "writer", "xai", "zai",
     }
 )  # fmt: skip
-_TAG = re.compile(r":[a-z][a-z-]*$")  # :free, :beta, :thinking, :latest ...
+#: Routing tags (OpenRouter's :free, :beta, :thinking ..., Ollama's :latest); any other tag is a
+#: size or variant (Ollama's llama3:70b, phi3:mini) and stays as ``-70b``, ``-mini``.
+_TAG = re.compile(r":(?:free|beta|thinking|extended|nitro|floor|online|exacto|latest|default)$")
 _BEDROCK_VERSION = re.compile(r"-v?\d+:\d+$")  # -v1:0, -v2:0, -1:0
 _VERTEX_AT = re.compile(r"@([a-z0-9-]+)$")
 _CLAUDE_LEGACY = re.compile(r"claude-(?:[12](?:[.-]|$)|instant|v\d)")
@@ -132,62 +130,41 @@ def normalize_model_name(name: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def name_candidates(name: str) -> tuple[str, ...]:
     """The forms of ``name`` a lookup tries, most specific first, without repeats."""
-    forms = [name.strip().lower(), route_name(name), *_strip_steps(route_name(name))]
+    routed = route_name(name)
+    forms = [name.strip().lower(), routed, *_strip_steps(routed)]
+    bare = QUANTIZED.sub("", routed)
+    if bare != routed:  # Ollama's llama3.1:8b-instruct-q4_K_M, a host's -fp8
+        forms += [bare, *_strip_steps(bare)]
+    forms.append(spelling_key(routed))
     return tuple(dict.fromkeys(forms))
 
 
-# -- tokenizer families --------------------------------------------------------------------------
-
-_OPENAI_O200K = re.compile(
-    r"(?:gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-[5-9]|gpt-(?!35)\d\d|o[1-9]|gpt-oss|codex-mini"
-    r"|gpt-audio|gpt-realtime|chatgpt)(?:$|[-.:])"
+#: Quantization and serving suffixes: the same model's weights, the same window.
+QUANTIZED = re.compile(
+    r"(?:-(?:fp8|fp16|fp32|fp4|bf16|f16|f32|int4|int8|awq|gptq|w4a16|w8a8|gguf|mlx|nvfp4"
+    r"|q[2-8](?:_[0-9a-z]+)*|iq[1-4](?:_[0-9a-z]+)*))+$"
 )
-_OPENAI_CL100K = re.compile(r"(?:gpt-4|gpt-3\.5|gpt-35)(?:$|[-.:])")
-_CLAUDE_VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d)(?:-(\d{1,2}))?(?!\d)")
-#: (pattern searched anywhere in the routed name, family); the first match wins.
-_MISTRAL_SPM = r"mixtral|mistral-7b|mistral-tiny|mistral-(?:large|medium|small)-(?:23\d\d|240[1-6])"
-_FAMILY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), family)
-    for pattern, family in (
-        (r"gemini|gemma|learnlm", "gemini"),
-        (_MISTRAL_SPM, "mistral-spm"),  # before the 2407 tekken switch
-        (r"mistral|codestral|pixtral|ministral|magistral|devstral|voxtral", "mistral"),
-        (r"^deepseek", "deepseek"),
-        (r"qwen|qwq|qvq", "qwen"),
-        (r"deepseek", "deepseek"),
-        (r"llama-?2(?![\d.])|codellama|code-llama|llama-v2", "other"),  # Llama 2: 32k SPM
-        (r"llama|^l3[-.]", "llama"),
-    )
-)  # fmt: skip
+_LLAMA = re.compile(r"^(?:meta-)?llama-?v?(\d+)(?:[.p-](\d))?(?=-\d+(?:\.\d+)?b(?:-|$)|-|$)")
 
 
-def infer_tokenizer(name: str) -> str:
-    """The tokenizer a model name implies: an encoding, a key of ``FAMILY_MULTIPLIERS``, or
-    ``other`` when the name says nothing (estimated most conservatively).
+@functools.lru_cache(maxsize=8192)
+def spelling_key(name: str) -> str:
+    """What every spelling of one model shares: routed, then without a maker prefix
+    (``meta-llama-3.1`` -> ``llama-3.1``; ``llama3.1``, ``llama-v3p1``, ``llama3-1`` alike),
+    quantization suffixes, ``-instruct`` / ``-it`` / ``-hf``, expert counts (``-16e``); dates and
+    versions are kept. Two names with one key are one model: the bundled table gives them the
+    same facts.
 
-    >>> infer_tokenizer("gpt-4o-mini"), infer_tokenizer("claude-opus-4-7")
-    ('o200k_base', 'claude-4.7')
+    >>> spelling_key("meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo")
+    'llama-3.1-8b'
+    >>> spelling_key("ollama/llama3.1:8b-instruct-q4_K_M")
+    'llama-3.1-8b'
     """
     s = route_name(name)
-    if _OPENAI_O200K.match(s):
-        return "o200k_base"
-    if _OPENAI_CL100K.match(s):
-        return "cl100k_base"
-    if "claude" in s:
-        match = _CLAUDE_VERSION.search(s)
-        if match is None:  # no version: legacy (claude-v2, claude-instant) or a new name
-            return "claude" if re.search(r"claude-(?:v\d|instant)", s) else "claude-4.7"
-        version = (int(match.group(1)), int(match.group(2) or 0))
-        return "claude-4.7" if version >= (4, 7) else "claude"
-    for pattern, family in _FAMILY_RULES:
-        if pattern.search(s):
-            return family
-    return "other"
-
-
-def check_tokenizer(tokenizer: str) -> str:
-    """``tokenizer`` if it is an encoding or an estimated family, else :class:`ValueError`."""
-    if tokenizer not in ENCODINGS and tokenizer not in FAMILY_MULTIPLIERS:
-        known = ", ".join(sorted([*ENCODINGS, *FAMILY_MULTIPLIERS]))
-        raise ValueError(f"unknown tokenizer {tokenizer!r}; use one of: {known}")
-    return tokenizer
+    s = _LLAMA.sub(lambda m: f"llama-{m[1]}" + (f".{m[2]}" if m[2] else ""), s)
+    s = re.sub(r"-instruct-turbo$", "-instruct", s)
+    s = QUANTIZED.sub("", s)
+    s = re.sub(r"-v0(\d)$", r"-v0.\1", s)  # mistral-7b-instruct-v03
+    s = re.sub(r"-\d+e(?=-|$)", "", s)  # llama-4-scout-17b-16e
+    s = re.sub(r"-(?:instruct|it|hf)(?=-|$)", "", s)
+    return s or route_name(name)

@@ -42,17 +42,15 @@ from typing import Any, ClassVar, Self
 
 from session_migrator._config import data_home
 from session_migrator._errors import MissingDependencyError
+from session_migrator._image_tokens import ImageRule, image_rule_for
 from session_migrator._messages import Message
-from session_migrator._model_names import infer_tokenizer
 from session_migrator._redact import redact_secrets
+from session_migrator._tokenizers import infer_tokenizer
 from session_migrator._tokens import (
-    IMAGE_TOKENS,
-    IMAGE_TOKENS_LOW,
     REPLY_PRIMING,
     TOKENS_PER_TOOL_CALL,
     BaseCounter,
     TokenCounter,
-    _image_detail,
     counter_for,
 )
 
@@ -139,7 +137,7 @@ def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def _render(message: Message) -> tuple[str, int, bool]:
+def _render(message: Message, images: ImageRule) -> tuple[str, int, bool]:
     """(text to send, tokens added without sending, whether that addition is an estimate)."""
     pieces: list[str] = []
     extra = 0
@@ -149,7 +147,7 @@ def _render(message: Message) -> tuple[str, int, bool]:
     else:
         for part in message.content:
             if part.type == "image":
-                extra += IMAGE_TOKENS_LOW if _image_detail(part.data) == "low" else IMAGE_TOKENS
+                extra += images.part_tokens(part.data)
                 estimated = True
             elif part.text:
                 pieces.append(part.text)
@@ -220,6 +218,7 @@ class _OnlineCounter(BaseCounter):
         self._owns_client = client is None
         self._fallback = fallback
         self._family = infer_tokenizer(model)
+        self._image_rule = image_rule_for(model, self._family)
         path = Path(cache_path) if cache_path is not None else data_home() / COUNTS_FILE
         self._store = _CountStore(path if persist else None)
         self._cooldown = cooldown
@@ -367,7 +366,7 @@ class _OnlineCounter(BaseCounter):
         hit = self.cached(message)
         if hit is not None:
             return hit, True
-        text, extra, estimated = _render(message)
+        text, extra, estimated = _render(message, self._image_rule)
         overhead = self._overheads()
         if overhead is None:
             return self.fallback.count_message(message), False

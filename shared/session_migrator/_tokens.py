@@ -5,8 +5,10 @@ Message accounting follows the OpenAI chat format: every message costs
 more, and a list of messages costs :data:`REPLY_PRIMING` for the assistant reply that follows
 (the count OpenAI bills: 129 tokens on gpt-4 and 124 on gpt-4o for the cookbook's example).
 Tool calls count their name and arguments plus :data:`TOKENS_PER_TOOL_CALL`; a tool result counts
-its content and its call id. An image part counts :data:`IMAGE_TOKENS` (:data:`IMAGE_TOKENS_LOW`
-with ``detail: low``), the cost of a 1024x1024 high-detail image on gpt-4o.
+its content and its call id. An image part costs what the counter's image rule says for the model
+(``_image_tokens``: OpenAI tiles or patches, Anthropic's pixels / 750, Gemini's tiles), from the
+image's size where inline data tells it; a count that includes an image is an estimate
+(:func:`counted_exactly`).
 
 Other tokenizer families are estimated as the o200k count times a conservative multiplier,
 the largest ratio measured over prose, licence text, code, JSON and Chinese samples (see
@@ -23,22 +25,25 @@ multiplier, re-tokenizes nothing.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from session_migrator._calibration import calibrate, calibration_factor
 from session_migrator._calibration import reset_calibration as reset_calibration
+from session_migrator._digest_memo import DigestMemo
 from session_migrator._encodings import ENCODINGS, get_encoding
+from session_migrator._heuristic import heuristic_tokens
+from session_migrator._image_tokens import OPENAI_TILES, ImageRule, image_rule_for
 from session_migrator._messages import Message
+from session_migrator._tokenizers import FAMILY_MULTIPLIERS
 
 __all__ = [
     "FAMILY_MULTIPLIERS",
+    "DigestMemo",
     "EstimateWarning",
     "EstimatingCounter",
     "TiktokenCounter",
@@ -46,29 +51,15 @@ __all__ = [
     "TokenCounter",
     "calibrate",
     "calibration_factor",
+    "counted_exactly",
     "counter_for",
+    "heuristic_tokens",
 ]
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING = 3
-IMAGE_TOKENS = 765
-IMAGE_TOKENS_LOW = 85
-
-#: Conservative o200k multipliers per tokenizer family (the largest measured ratio, rounded up;
-#: source: shared tokenizer_ratios.csv, measured with each tokenizer's own package).
-FAMILY_MULTIPLIERS: Mapping[str, float] = {
-    "claude": 1.43,  # Claude 3 - 4.6 (legacy SDK tokenizer: 0.98-1.43 of o200k)
-    "claude-4.7": 1.63,  # Claude Opus 4.7 and later (new tokenizer: 1.46-1.63)
-    "gemini": 1.20,  # no public tokenizer; count endpoints show about 1.15
-    "mistral": 1.24,  # tekken (0.99-1.24)
-    "mistral-spm": 1.42,  # SentencePiece v3 (1.15-1.42)
-    "qwen": 1.19,  # Qwen 3.5/3.6 (0.68-1.19)
-    "deepseek": 1.09,  # DeepSeek V4 (0.69-1.09)
-    "llama": 1.05,  # Llama 3 (0.99-1.05)
-    "other": 1.45,  # unknown tokenizer: the most conservative of the above, plus a little
-}
 
 _CACHE_LIMIT = 500_000
 
@@ -145,10 +136,23 @@ class BaseCounter:
     #: built-in local counters say so; a subclass that does may set it too.
     local: bool = False
 
-    def __init__(self) -> None:
+    def __init__(self, image_rule: ImageRule = OPENAI_TILES) -> None:
         self._by_fingerprint: dict[str, int] = {}
         self._roles: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._image_rule = image_rule
+
+    @property
+    def image_rule(self) -> ImageRule:
+        """How this counter prices image parts (see ``_image_tokens``)."""
+        return self._image_rule
+
+    def image_tokens(self, message: Message) -> int:
+        """What the image parts of ``message`` cost under :attr:`image_rule` (never cached)."""
+        if isinstance(message.content, str):
+            return 0
+        rule = self._image_rule
+        return sum(rule.part_tokens(p.data) for p in message.content if p.type == "image")
 
     @property
     def name(self) -> str:
@@ -187,8 +191,7 @@ class BaseCounter:
         else:
             for part in message.content:
                 if part.type == "image":
-                    detail = _image_detail(part.data)
-                    tokens += IMAGE_TOKENS_LOW if detail == "low" else IMAGE_TOKENS
+                    tokens += self._image_rule.part_tokens(part.data)
                 elif part.text:
                     tokens += self.count_text(part.text)
                 else:
@@ -240,50 +243,12 @@ class BaseCounter:
         return REPLY_PRIMING + sum(self.count_message(m) for m in messages)
 
     def count(self, messages: Sequence[Message]) -> TokenCount:
-        """:meth:`count_messages` with the exactness flag."""
-        return TokenCount(self.count_messages(messages), self._exact, self._name)
+        """:meth:`count_messages` with the exactness flag (``False`` when an image is counted)."""
+        tokens = self.count_messages(messages)
+        return TokenCount(tokens, counted_exactly(self, messages), self._name)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._name!r}, exact={self._exact})"
-
-
-def _image_detail(data: Mapping[str, object]) -> str | None:
-    image = data.get("image_url")
-    if isinstance(image, Mapping):
-        detail = image.get("detail")
-        return detail if isinstance(detail, str) else None
-    detail = data.get("detail")
-    return detail if isinstance(detail, str) else None
-
-
-_PIECES = re.compile(r"[A-Za-z0-9+/=_-]{24,}|[A-Za-z]+|[0-9]+|\s+|[^\sA-Za-z0-9]")
-
-
-def heuristic_tokens(text: str) -> int:
-    """A conservative estimate without any tokenizer.
-
-    Long unbroken runs of letters, digits and ``+/=_-`` (base64, hashes, ids) count one token
-    per character; other letter runs one per 2.5 letters (rounded up), digit runs one per 2, every
-    other ASCII character one, a non-ASCII character one per two bytes of UTF-8 (CJK: two), and
-    whitespace nothing when it is one space, else one. Over-counts o200k and cl100k on prose,
-    code, JSON, base64 and Chinese.
-    """
-    total = 0
-    for piece in _PIECES.findall(text):
-        first = piece[0]
-        if len(piece) >= 24 and not first.isspace():
-            total += len(piece)
-        elif first.isascii() and first.isalpha():
-            total += math.ceil(len(piece) / 2.5)
-        elif first.isdigit() and first.isascii():
-            total += math.ceil(len(piece) / 2)
-        elif first.isspace():
-            total += 0 if piece == " " else 1
-        elif first.isascii():
-            total += 1
-        else:
-            total += (len(first.encode("utf-8", "surrogatepass")) + 1) // 2
-    return total
 
 
 #: No special tokens: their text counts as ordinary text, as ``encode_ordinary`` counts it.
@@ -299,8 +264,8 @@ class TiktokenCounter(BaseCounter):
 
     local = True
 
-    def __init__(self, encoding: str = "o200k_base") -> None:
-        super().__init__()
+    def __init__(self, encoding: str = "o200k_base", image_rule: ImageRule = OPENAI_TILES) -> None:
+        super().__init__(image_rule)
         enc = get_encoding(encoding)
         if enc is None:
             raise LookupError(
@@ -308,7 +273,7 @@ class TiktokenCounter(BaseCounter):
                 "TIKTOKEN_CACHE_DIR to a folder holding tiktoken's cached files"
             )
         self._encoding = enc
-        self._name = encoding
+        self._name = _with_rule(encoding, image_rule, OPENAI_TILES)
         self._exact = True
         # tiktoken's buffer of 4-byte token ids: counting a long text makes no Python int per
         # token (a 500 KB summary would make 130,000 of them, 4.7 MB, only to be counted)
@@ -341,15 +306,17 @@ class EstimatingCounter(BaseCounter):
 
     local = True
 
-    def __init__(self, family: str, multiplier: float) -> None:
-        super().__init__()
+    def __init__(self, family: str, multiplier: float, image_rule: ImageRule | None = None) -> None:
+        default_rule = image_rule_for(None, family)
+        super().__init__(image_rule or default_rule)
         if multiplier <= 0:
             raise ValueError("multiplier must be positive")
         self._multiplier = multiplier
         base = _shared_tiktoken("o200k_base")
         self._owner: BaseCounter = base if base is not None else _shared_heuristic("o200k_base")
         basis = "o200k" if base is not None else "chars"
-        self._name = f"estimate:{family}:{basis}x{multiplier:.4f}"
+        name = f"estimate:{family}:{basis}x{multiplier:.4f}"
+        self._name = _with_rule(name, self._image_rule, default_rule)
         self._exact = False
         self.family = family
 
@@ -364,8 +331,15 @@ class EstimatingCounter(BaseCounter):
     def count_text(self, text: str) -> int:
         return math.ceil(self._owner.count_text(text) * self._multiplier)
 
+    def _scaled(self, message: Message, owner_tokens: int) -> int:
+        """The owner's count of ``message`` scaled, its images priced by this counter's rule."""
+        if isinstance(message.content, str):
+            return math.ceil(owner_tokens * self._multiplier)
+        text = owner_tokens - self._owner.image_tokens(message)
+        return math.ceil(text * self._multiplier) + self.image_tokens(message)
+
     def _uncached_message(self, message: Message) -> int:
-        return math.ceil(self._owner.count_message(message) * self._multiplier)
+        return self._scaled(message, self._owner.count_message(message))
 
     def count_message(self, message: Message) -> int:
         """``ceil(o200k count x multiplier)``, from the o200k counter's cache (or a primed
@@ -384,7 +358,7 @@ class EstimatingCounter(BaseCounter):
         if own is not None:
             return own
         base = self._owner.cached(message)
-        return None if base is None else math.ceil(base * self._multiplier)
+        return None if base is None else self._scaled(message, base)
 
 
 class HeuristicCounter(BaseCounter):
@@ -402,8 +376,8 @@ class HeuristicCounter(BaseCounter):
 
 
 _registry_lock = threading.Lock()
-_tiktoken_counters: dict[str, TiktokenCounter | None] = {}
-_estimating: dict[tuple[str, float], EstimatingCounter] = {}
+_tiktoken_counters: dict[tuple[str, str], TiktokenCounter | None] = {}
+_estimating: dict[tuple[str, float, str], EstimatingCounter] = {}
 _heuristic: dict[str, HeuristicCounter] = {}
 _warned: set[str] = set()
 
@@ -416,14 +390,15 @@ def _warn_once(key: str, message: str) -> None:
     warnings.warn(message, EstimateWarning, stacklevel=3)
 
 
-def _shared_tiktoken(encoding: str) -> TiktokenCounter | None:
+def _shared_tiktoken(encoding: str, image_rule: ImageRule = OPENAI_TILES) -> TiktokenCounter | None:
+    key = (encoding, image_rule.name)
     try:
-        return _tiktoken_counters[encoding]
+        return _tiktoken_counters[key]
     except KeyError:
         pass
     counter: TiktokenCounter | None
     try:
-        counter = TiktokenCounter(encoding)
+        counter = TiktokenCounter(encoding, image_rule)
     except LookupError:
         counter = None
         _warn_once(
@@ -434,7 +409,7 @@ def _shared_tiktoken(encoding: str) -> TiktokenCounter | None:
             "Install llama-index-core or set TIKTOKEN_CACHE_DIR for exact counts.",
         )
     with _registry_lock:
-        return _tiktoken_counters.setdefault(encoding, counter)
+        return _tiktoken_counters.setdefault(key, counter)
 
 
 def _shared_heuristic(encoding: str) -> HeuristicCounter:
@@ -454,54 +429,25 @@ def counter_for(tokenizer: str, *, model: str | None = None) -> BaseCounter:
     """The shared counter for a tokenizer name (an encoding or an estimated family).
 
     Exact for ``o200k_base`` and ``cl100k_base`` when the encoding is available offline; an
-    :class:`EstimatingCounter` for other families, corrected by ``model``'s calibration.
+    :class:`EstimatingCounter` for other families, corrected by ``model``'s calibration. Images
+    are priced by ``model``'s image rule (else the tokenizer family's).
     """
+    rule = image_rule_for(model, tokenizer)
     if tokenizer in ENCODINGS:
-        exact = _shared_tiktoken(tokenizer)
+        exact = _shared_tiktoken(tokenizer, rule)
         if exact is not None:
             return exact
         return _shared_heuristic(tokenizer)
     base = FAMILY_MULTIPLIERS.get(tokenizer, FAMILY_MULTIPLIERS["other"])
     multiplier = round(base * (calibration_factor(model) if model else 1.0), 4)
-    key = (tokenizer, multiplier)
+    key = (tokenizer, multiplier, rule.name)
     try:
         return _estimating[key]
     except KeyError:
         pass
-    counter = EstimatingCounter(tokenizer, multiplier)
+    counter = EstimatingCounter(tokenizer, multiplier, rule)
     with _registry_lock:
         return _estimating.setdefault(key, counter)
-
-
-_V = TypeVar("_V")
-
-
-class DigestMemo(Generic[_V]):
-    """Values computed from texts, remembered by a digest of the text (and of a ``namespace``):
-    no text is kept. For the texts a rolling summary brings back at every fit (itself, its
-    earlier lines). Bounded: it starts afresh once it holds ``limit`` values.
-    """
-
-    def __init__(self, limit: int = 32_768) -> None:
-        self._limit = limit
-        self._values: dict[bytes, _V] = {}
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def get(self, text: str, compute: Callable[[str], _V], namespace: str = "") -> _V:
-        digest = hashlib.blake2b(namespace.encode() + b"\x00", digest_size=16)
-        digest.update(text.encode("utf-8", "surrogatepass"))
-        key = digest.digest()
-        value = self._values.get(key)
-        if value is None:
-            if len(self._values) >= self._limit:
-                self._values.clear()
-            value = self._values[key] = compute(text)
-        return value
-
-    def clear(self) -> None:
-        self._values.clear()
 
 
 #: Token counts of texts by local counters (the counter's name is the namespace).
@@ -524,3 +470,21 @@ def remembered_count(counter: TokenCounter, text: str) -> int:
 def count_all(counter: TokenCounter, messages: Iterable[Message]) -> list[int]:
     """Per-message counts (cached where the counter caches)."""
     return [counter.count_message(m) for m in messages]
+
+
+def _with_rule(name: str, rule: ImageRule, default: ImageRule) -> str:
+    """A counter's name: its counting rule, and its image rule where that is not the default
+    (the name keys the caches: counters that price images apart must not share counts)."""
+    return name if rule is default else f"{name}+images:{rule.name}"
+
+
+def counted_exactly(counter: TokenCounter, messages: Iterable[Message]) -> bool:
+    """Whether ``counter``'s count of ``messages`` is exact: an exact counter and no image (an
+    image's cost is always an estimate from the published rules)."""
+    if not counter.exact:
+        return False
+    for message in messages:
+        content = message.content
+        if not isinstance(content, str) and any(part.type == "image" for part in content):
+            return False
+    return True

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import re
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from session_migrator import UnknownModelError, lookup_model
 from session_migrator._encodings import ENCODINGS
-from session_migrator._model_names import normalize_model_name
+from session_migrator._model_names import normalize_model_name, route_name, spelling_key
 from session_migrator._tokens import FAMILY_MULTIPLIERS
 
 REPO = Path(__file__).parents[2]
 SCRIPT = REPO / "scripts" / "build_model_table.py"
 DATA = REPO / ".." / "shared" / "data"
+#: Base models that are not chat models (kept out of the table).
+NOT_CHAT = re.compile(r"embed|rerank|tts|whisper|image|speech|transcri")
 COMMITTED = REPO / "shared" / "session_migrator" / "_data" / "models.json"
 
 
@@ -30,9 +35,13 @@ def table() -> dict[str, Any]:
 
 def test_size(table: dict[str, Any]) -> None:
     rows = table["models"]
-    assert len(rows) >= 1_000
-    assert len({r["provider"] for r in rows.values()}) >= 20
+    assert len(rows) >= 1_500
+    assert len({r["provider"] for r in rows.values()}) >= 60  # makers
+    hosts = {h for r in rows.values() for h in r.get("hosts", ())}
+    assert len(hosts | {r["provider"] for r in rows.values()}) >= 100
     assert table["counts"]["models"] == len(rows)
+    assert table["counts"]["providers"] >= 100
+    assert table["counts"]["listings"] >= 3_000  # (provider, model) listings folded into rows
 
 
 def test_every_row_keeps_its_contract(table: dict[str, Any]) -> None:
@@ -54,11 +63,70 @@ def test_aliases_point_at_rows(table: dict[str, Any]) -> None:
     for alias, target in aliases.items():
         assert target in rows, alias
         assert alias not in rows, alias
-        assert normalize_model_name(alias) == normalize_model_name(target), alias
+        assert alias != target, alias
+
+
+def _facts(name: str) -> tuple[int, int, int | None]:
+    w = lookup_model(name)
+    return (w.context_window, w.max_input_tokens, w.max_output_tokens)
+
+
+def test_every_spelling_of_one_model_has_the_same_facts(table: dict[str, Any]) -> None:
+    """Issue 24: ollama_chat/llama3.1 was 8,192 and llama3.1:8b 128,000. Names that share a
+    spelling key (one model) and every alias resolve to the same facts, over the whole table."""
+    names = [*table["models"], *table["aliases"]]
+    by_key: dict[str, set[tuple[int, int, int | None]]] = defaultdict(set)
+    for name in names:
+        by_key[spelling_key(name)].add(_facts(name))
+    split = {key: facts for key, facts in by_key.items() if len(facts) > 1}
+    assert not split, f"{len(split)} models with differing facts, e.g. {sorted(split)[:5]}"
+    for alias, target in table["aliases"].items():
+        assert _facts(alias) == _facts(target), alias
+
+
+def _names(name: str) -> set[str]:
+    routed = route_name(name)
+    return {routed, normalize_model_name(routed), spelling_key(routed)}
+
+
+def test_every_provider_spelling_of_a_base_model_has_its_facts(table: dict[str, Any]) -> None:
+    """Every models.dev provider row that names its base model, looked up as users type it
+    (``openrouter/meta-llama/llama-4-scout``), gets the base model's facts."""
+    root = DATA / "models.dev" / "providers"
+    if not root.is_dir():
+        pytest.fail(f"{root} is missing: shared/data must sit beside the repository")
+    checked = 0
+    mislinked: set[str] = set()
+    names = {*table["models"], *table["aliases"]}
+    for path in sorted(root.glob("*/models/**/*.toml")):
+        text = path.read_text(encoding="utf-8")
+        match = re.search(r'^base_model = "[^/"]+/([^"]+)"', text, re.M)
+        if match is None or NOT_CHAT.search(match.group(1).lower()):
+            continue
+        host = path.relative_to(root).parts[0]
+        local = path.relative_to(root / host / "models").with_suffix("").as_posix()
+        spelling = f"{host}/{local}"
+        base = match.group(1)
+        try:
+            base_facts = _facts(base)
+        except UnknownModelError:
+            continue  # a base model that is not a chat model (filtered out of the table)
+        if _facts(spelling) == base_facts:
+            checked += 1
+            continue
+        # else the host's name must be another model's (neon: claude-sonnet-4 -> base
+        # claude-sonnet-4-5), whose own facts win, as the build has it
+        own = _names(spelling)
+        assert own & names, (spelling, base)
+        assert not own & _names(base), (spelling, base)
+        mislinked.add(spelling)
+    assert checked >= 1_000
+    assert len(mislinked) < 100, sorted(mislinked)
 
 
 def test_source_errors_are_fixed_not_copied(table: dict[str, Any]) -> None:
-    rows = table["models"]
+    rows = {**table["models"]}
+    rows.update({a: table["models"][t] for a, t in table["aliases"].items()})
     gpt5 = rows["gpt-5"]
     assert (gpt5["context_window"], gpt5["max_input_tokens"]) == (400_000, 272_000)
     assert "note" in gpt5
@@ -98,7 +166,8 @@ def test_tokenizer_families(table: dict[str, Any]) -> None:
         "deepseek-chat": "deepseek",
     }
     for name, family in expected.items():
-        assert rows[name]["tokenizer"] == family, name
+        row = rows.get(name) or rows[table["aliases"][name]]
+        assert row["tokenizer"] == family, name
 
 
 def _build(*args: str) -> subprocess.CompletedProcess[str]:
@@ -130,5 +199,4 @@ def test_check_mode_notices_a_stale_file(tmp_path: Path) -> None:
     stale.write_text(COMMITTED.read_text(encoding="utf-8").replace("128000", "128001", 1))
     result = _build("--check", "--out", str(stale))
     assert result.returncode == 1
-    assert "out of date" in result.stderr
-    assert _build("--check", "--out", str(COMMITTED)).returncode == 0
+    assert "out of date" in result.stderr  # (a fresh file passes: see the byte-for-byte test)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from session_migrator import UnknownModelError, _live, _models
+from session_migrator import UnknownModelError, _live, _model_table, _models
 from session_migrator._errors import SessionMigratorError
 from session_migrator._models import (
     infer_tokenizer,
@@ -225,7 +225,7 @@ def test_no_silent_guess(name: str) -> None:
 
 def test_prefix_match_accepts_variant_suffixes() -> None:
     assert lookup_model("gpt-4o-mini-foo").name == "gpt-4o-mini"
-    assert lookup_model("claude-sonnet-4-0").name == "claude-sonnet-4-20250514"
+    assert lookup_model("claude-sonnet-4-5-thinking").name == "claude-sonnet-4-5"
 
 
 def test_empty_name_is_rejected() -> None:
@@ -460,7 +460,7 @@ def test_known_models_shows_overrides_in_place() -> None:
 
 
 def test_table_loads_once_under_concurrency(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_models, "_table", None)
+    monkeypatch.setattr(_model_table, "_table", None)
     loads: list[int] = []
     real = json.loads
 
@@ -484,3 +484,53 @@ def test_table_loads_once_under_concurrency(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(results) == 8
     assert len({id(r) for r in results}) == 1
     assert len(loads) == 1
+
+
+# -- issue 24: the model's own facts, whoever serves it; Ollama's names ------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "window"),
+    [
+        ("mistralai/Mistral-7B-Instruct-v0.3", 32_768),  # a reseller said 127,000
+        ("meta-llama/Meta-Llama-3.1-8B-Instruct", 131_072),  # 8,192
+        ("llama-3.1-8b-instruct", 131_072),  # 16,384
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 10_000_000),  # Meta: 10M (was 8,192)
+        ("mistral-small-2506", 128_000),  # 32,000
+        ("minimax-m1-80k", 1_000_000),  # 4,096
+        ("codestral-latest", 256_000),  # 32,000
+        ("llama3:8b", 8_192),  # 8,000
+        ("ollama_chat/llama3.1", 131_072),  # 8,192, while llama3.1:8b said 128,000
+        ("llama3.1:8b", 131_072),
+        ("llama3.1:8b-instruct-q4_K_M", 131_072),
+        ("llama3.1:latest", 131_072),
+        ("fireworks_ai/accounts/fireworks/models/llama-v3p1-8b-instruct", 131_072),
+        ("bedrock/meta.llama3-1-8b-instruct-v1:0", 131_072),
+    ],
+)
+def test_the_model_s_own_window_wins_over_resellers(name: str, window: int) -> None:
+    assert lookup_model(name).context_window == window
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "window"),
+    [
+        ("qwen2.5:7b", "qwen2.5-7b-instruct", 32_768),
+        ("qwen2.5-coder:32b", "qwen2.5-coder-32b-instruct", 32_768),
+        ("gemma2:9b", "gemma-2-9b-it", 8_192),
+        ("gemma2", "gemma-2-9b-it", 8_192),  # the default tag
+        ("phi3:mini", "phi-3-mini-4k-instruct", 4_096),
+        ("phi3:medium-128k", "phi-3-medium-128k-instruct", 131_072),
+        ("ollama/mistral:7b-instruct-q8_0", "mistral-7b-instruct-v0.3", 32_768),
+        ("qwen2.5:7b-instruct-fp16", "qwen2.5-7b-instruct", 32_768),
+        ("llama3.2", "llama-3.2-3b-instruct", 131_072),
+    ],
+)
+def test_ollama_tags_resolve_to_the_base_model(name: str, model: str, window: int) -> None:
+    found = lookup_model(name)
+    assert (found.name, found.context_window) == (model, window)
+
+
+def test_a_host_tag_is_not_dropped_as_a_routing_tag() -> None:
+    assert route_name("phi3:mini") == "phi3-mini"
+    assert route_name("openrouter/meta-llama/llama-3.1-8b-instruct:free") == "llama-3.1-8b-instruct"

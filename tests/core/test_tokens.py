@@ -29,8 +29,6 @@ from session_migrator import (
 )
 from session_migrator._tokens import (
     FAMILY_MULTIPLIERS,
-    IMAGE_TOKENS,
-    IMAGE_TOKENS_LOW,
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
@@ -210,9 +208,12 @@ def test_tool_calls_results_and_images_are_counted() -> None:
 
     user = TOKENS_PER_MESSAGE + c.count_text("user")
     parts = (ContentPart("text", "look"), image(None), image("low"), image("high"))
-    assert c.count_message(Message("user", parts)) == (
-        user + c.count_text("look") + IMAGE_TOKENS + IMAGE_TOKENS_LOW + IMAGE_TOKENS
-    )
+    # an image by URL costs the most its detail allows: 8 tiles of gpt-4o's 170, or the base 85
+    worst, low = 85 + 8 * 170, 85
+    with_images = Message("user", parts)
+    assert c.count_message(with_images) == user + c.count_text("look") + worst + low + worst
+    assert c.count([with_images]).exact is False  # an image's cost is an estimate
+    assert c.count([Message("user", "look")]).exact is True
 
 
 def test_estimates_are_flagged_and_scaled_from_o200k() -> None:

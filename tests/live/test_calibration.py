@@ -16,10 +16,10 @@ from session_migrator._calibration import (
     calibrate,
     calibration_factor,
     calibration_path,
-    recalibrate_from_exact,
     reset_calibration,
 )
 from session_migrator._online_counters import AnthropicCounter
+from session_migrator._recalibration import recalibrate_from_exact
 from session_migrator._tokens import FAMILY_MULTIPLIERS, EstimatingCounter, counter_for
 
 
