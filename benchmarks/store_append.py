@@ -1,8 +1,9 @@
 """Appending is O(1): the cost of one append at the 100th and at the 10,000th message.
 
-One session is grown by single-message appends to 10,025 messages. The cost at position N is
-the median of the 50 appends around N (N-24 .. N+25), taken over ``repeats`` fresh sessions;
-the claim holds when ``cost(10,000) <= 2 x cost(100)``.
+One session is grown by single-message appends to 10,025 messages, each an OpenAI dict without
+an id (``messages_from_openai``: a derived id, which the store replaces with a new one). The
+cost at position N is the median of the 50 appends around N (N-24 .. N+25), taken over
+``repeats`` fresh sessions; the claim holds when ``cost(10,000) <= 2 x cost(100)``.
 
 Backends: ``memory`` and ``sqlite`` (a temporary file) always; ``redis`` and ``postgres`` too
 when their servers answer (``SESSION_MIGRATOR_BENCH_REDIS_URL``, default
@@ -29,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from session_migrator import Message
+from session_migrator import Message, messages_from_openai
 from session_migrator._messages import Role
 from session_migrator.store import BaseSessionStore, open_store
 
@@ -43,8 +44,11 @@ POSTGRES_URL = os.environ.get(
 
 
 def _message(i: int) -> Message:
+    """The ``i``-th message as an OpenAI dict without an id gives it: its id is derived (the
+    case whose appends read every id of the session before issue 25)."""
     role: Role = "user" if i % 2 == 0 else "assistant"
-    return Message(role, f"message {i}: " + "lorem ipsum dolor sit amet " * 8, id=f"m{i:06d}")
+    text = f"message {i}: " + "lorem ipsum dolor sit amet " * 8
+    return messages_from_openai([{"role": role, "content": text}])[0]
 
 
 def _grow(store: BaseSessionStore, session_id: str) -> dict[int, float]:

@@ -15,10 +15,12 @@ passes its text as ``previous`` with only the newly cut messages.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from session_migrator._deadline import Deadline, DeadlinePassed, retry_wait
 from session_migrator._errors import MissingDependencyError, SummarizerError
 from session_migrator._extractive import ExtractiveSummarizer
 from session_migrator._messages import Message
@@ -159,9 +161,13 @@ class OpenAISummarizer:
     (which also defaults ``base_url`` to DeepSeek's and ``model`` to ``deepseek-chat``);
     ``base_url`` or ``OPENAI_BASE_URL`` (a server of your own, such as Ollama or vLLM, needs no
     key: one that wants a key answers 401, a :class:`~session_migrator.SummarizerError`).
-    ``timeout`` (seconds) and ``max_retries`` are passed to
-    the client. Every failure (HTTP error, rate limit, timeout, malformed reply, empty text) is
-    raised as :class:`~session_migrator.SummarizerError`.
+    ``timeout`` (seconds, default 30) is one deadline for each :meth:`summarize` call, covering
+    its ``max_retries`` retries and their waits: a server that never answers, trickles its reply
+    a byte at a time or asks to retry later than the deadline costs at most ``timeout``, then
+    the caller falls back offline and reports it. A retry (connection error, timeout, 408, 409,
+    429, 5xx) waits what ``Retry-After`` asks, or 0.5 s doubling, when that fits the deadline.
+    Every failure (HTTP error, rate limit, timeout, malformed reply, empty text) is raised as
+    :class:`~session_migrator.SummarizerError`.
 
     A transcript longer than ``max_input_tokens`` keeps its newest part verbatim and the older
     part as an extractive summary, so the request itself fits the summarizing model.
@@ -173,7 +179,7 @@ class OpenAISummarizer:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
+        timeout: float = 30.0,
         max_retries: int = 2,
         max_input_tokens: int = 60_000,
         temperature: float = 0.0,
@@ -198,18 +204,36 @@ class OpenAISummarizer:
                     "for DeepSeek); a server of your own (base_url=...) needs none."
                 )
             key = _NO_KEY  # a server of one's own (Ollama, vLLM, llama.cpp) takes any key
+        if not timeout > 0 or max_retries < 0:
+            raise SummarizerError(
+                f"timeout must be seconds > 0 and max_retries >= 0, got {timeout!r} and "
+                f"{max_retries!r}"
+            )
         self.model = model or default_model
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
         self.max_input_tokens = max_input_tokens
         self.temperature = temperature
         self._client: Any = client or openai.OpenAI(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
-        )
+            api_key=key, base_url=base_url, timeout=timeout, max_retries=0
+        )  # (retries are made here, within the deadline)
         # ValueError: a body that is not JSON, or JSON that is not a completion
         self._errors: tuple[type[BaseException], ...] = (openai.OpenAIError, ValueError)
 
     @property
     def name(self) -> str:
         return f"openai:{self.model}"
+
+    def _create(self, request: list[dict[str, str]], max_tokens: int, seconds: float) -> Any:
+        client = self._client
+        if hasattr(client, "with_options"):  # (a client given by the caller may not have it)
+            client = client.with_options(timeout=seconds, max_retries=0)
+        return client.chat.completions.create(
+            model=self.model,
+            messages=request,
+            max_tokens=max(16, max_tokens),
+            temperature=self.temperature,
+        )
 
     def _request(
         self,
@@ -236,17 +260,27 @@ class OpenAISummarizer:
         previous: str | None = None,
     ) -> str:
         request = self._request(messages, max_tokens, counter, previous)
-        try:
-            response = self._client.chat.completions.create(
-                model=self.model,
-                messages=request,
-                max_tokens=max(16, max_tokens),
-                temperature=self.temperature,
-            )
-        except self._errors as exc:
-            raise SummarizerError(
-                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self._client)
-            ) from exc
+        deadline = Deadline(self.timeout)
+        attempt = 0
+        while True:
+            try:
+                response = deadline.call(self._create, request, max_tokens)
+                break
+            except DeadlinePassed as exc:
+                raise SummarizerError(
+                    redact_secrets(f"{self.name} failed: {exc}", self._client)
+                ) from None
+            except self._errors as exc:
+                wait = retry_wait(exc, attempt)
+                if wait is None or attempt >= self.max_retries or not deadline.allows(wait):
+                    note = deadline.why_not(wait) if attempt < self.max_retries else ""
+                    raise SummarizerError(
+                        redact_secrets(
+                            f"{self.name} failed: {type(exc).__name__}: {exc}{note}", self._client
+                        )
+                    ) from exc
+                time.sleep(wait)
+                attempt += 1
         try:
             content = response.choices[0].message.content
         except (AttributeError, IndexError, TypeError) as exc:

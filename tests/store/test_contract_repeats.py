@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
 from session_migrator import Message, messages_from_openai
 from session_migrator.store import BaseSessionStore
 
@@ -98,3 +100,21 @@ def test_a_stored_message_keeps_an_id_that_loads_and_deletes(store: BaseSessionS
     assert store.load("s", after=first.id) == [second]
     assert store.delete_messages("s", [first.id]) == 1
     assert _log(store) == [("assistant", "b")]
+
+
+def test_an_append_with_derived_ids_reads_nothing_of_the_session(
+    store: BaseSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """O(1) appends: the cost does not grow with the session because nothing of it is read
+    (before, every append with derived ids read all of the session's ids)."""
+    store.append("s", _batch(*[("user", f"m{i}") for i in range(50)]))
+
+    def unread(*args: object, **kwargs: object) -> None:
+        raise AssertionError("append read the session")
+
+    for name in ("_message_ids", "_load_bodies", "_load_counted", "load", "load_since"):
+        monkeypatch.setattr(store, name, unread)
+    assert store.append("s", _batch(("user", "ok"))) == 1
+    assert store.append("s", _batch(("user", "ok")), idempotency_key="k") == 1
+    monkeypatch.undo()
+    assert len(store.load("s")) == 52
