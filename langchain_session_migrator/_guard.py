@@ -87,8 +87,6 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         history: FittedHistoryFactory | FittedChatMessageHistory | None = None,
         count_tools: bool = True,
         max_summaries: int = 256,
-        _fitter: RequestFitter | None = None,
-        _registry: dict[str, ModelWindow] | None = None,
     ) -> None:
         if not isinstance(model, Runnable):
             raise TypeError(
@@ -97,7 +95,7 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         shared = _shared(history)
         self.model = model
         self.count_tools = count_tools
-        self._fitter = _fitter or RequestFitter(
+        self._fitter = RequestFitter(
             strategy=strategy if strategy is not None else shared.get("strategy", "auto"),
             summarizer=_as_summarizer(summarizer) or shared.get("summarizer"),
             reserve_output=(
@@ -106,8 +104,7 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
             reserve_tokens=reserve_tokens,
             max_summaries=max_summaries,
         )
-        registry = dict(_registry or {})
-        registry.update(shared.get("registry", {}))
+        registry = dict(shared.get("registry", {}))
         registry.update({name: window_for(m) for name, m in model_map(models).items()})
         self._registry = registry
         self.bound: Runnable[Any, Any] = _guard_tree(model, self, 0)
@@ -124,9 +121,14 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         return window_for(model, registry=self._registry)
 
     def _derived(self, model: Runnable[Any, Any]) -> FitToModel:
-        return FitToModel(
-            model, count_tools=self.count_tools, _fitter=self._fitter, _registry=self._registry
-        )
+        """A guard of ``model`` with this one's settings, fitter and summaries."""
+        derived = FitToModel.__new__(FitToModel)
+        derived.model = model
+        derived.count_tools = self.count_tools
+        derived._fitter = self._fitter
+        derived._registry = self._registry
+        derived.bound = _guard_tree(model, derived, 0)
+        return derived
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FitToModel:
         """A guard of ``model.bind_tools(tools, ...)`` (same settings, same summaries)."""
