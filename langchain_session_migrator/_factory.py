@@ -17,13 +17,10 @@ from langchain_core.runnables.configurable import RunnableConfigurableAlternativ
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
 from langchain_session_migrator._callbacks import ModelWatcher
-from langchain_session_migrator._history import (
-    FittedChatMessageHistory,
-    _as_summarizer,
-    _check_store,
-    _SessionState,
-)
+from langchain_session_migrator._guard import FitToModel
+from langchain_session_migrator._history import FittedChatMessageHistory, _SessionState
 from langchain_session_migrator._models import model_map, model_name, window_for
+from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
     Compressor,
@@ -99,12 +96,12 @@ class FittedHistoryFactory:
         from session_migrator.store import open_store
 
         self.slack = check_slack(slack)  # before the store is opened, so a bad value leaks none
-        _check_store(store)
+        check_store(store)
         self._owns_store = store is None or isinstance(store, str)
         self.store = open_store(store) if self._owns_store else store
         check_strategy(strategy)  # (now, not at the first call)
         self.strategy = strategy
-        self.summarizer = _as_summarizer(summarizer)
+        self.summarizer = as_summarizer(summarizer)
         self.model_key = model_key
         self.session_key = session_key
         self.reserve_output = reserve_output
@@ -162,6 +159,15 @@ class FittedHistoryFactory:
             window = window.with_changes(name=key)
         self._models[key] = window
         self.watcher.register(window, name=key)
+
+    def _guard_settings(self) -> dict[str, Any]:
+        """What :class:`FitToModel` takes from this factory."""
+        return {
+            "strategy": self.strategy,
+            "summarizer": self.summarizer,
+            "reserve_output": self.reserve_output,
+            "registry": dict(self._models),
+        }
 
     @property
     def windows(self) -> dict[str, ModelWindow]:
@@ -290,6 +296,8 @@ def _walk(runnable: Any, depth: int = 0) -> Iterator[Any]:
         children = list(runnable.steps__.values())
     elif isinstance(runnable, RunnableBinding):
         children = [runnable.bound]
+    elif isinstance(runnable, FitToModel):
+        children = [runnable.model]
     elif isinstance(runnable, RunnableWithFallbacks):
         children = [runnable.runnable, *runnable.fallbacks]
     elif isinstance(runnable, RunnableConfigurableAlternatives):

@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, convert_to_messages
 from langchain_core.prompt_values import PromptValue
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables import (
+    ConfigurableFieldSpec,
+    Runnable,
+    RunnableBinding,
+    RunnableConfig,
+)
 from langchain_core.runnables.base import RunnableSequence
 from langchain_core.runnables.config import ensure_config, merge_configs
 from langchain_core.runnables.configurable import (
@@ -27,9 +32,9 @@ from langchain_core.runnables.configurable import (
 )
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
-from langchain_session_migrator._history import _as_summarizer
 from langchain_session_migrator._models import model_map, window_for
 from langchain_session_migrator._request import RequestFitter, binding_payloads
+from langchain_session_migrator._summarizer import as_summarizer
 from session_migrator import Compressor, MigrationReport, ModelWindow, Summarizer
 
 if TYPE_CHECKING:
@@ -97,7 +102,7 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         self.count_tools = count_tools
         self._fitter = RequestFitter(
             strategy=strategy if strategy is not None else shared.get("strategy", "auto"),
-            summarizer=_as_summarizer(summarizer) or shared.get("summarizer"),
+            summarizer=as_summarizer(summarizer) or shared.get("summarizer"),
             reserve_output=(
                 reserve_output if reserve_output is not None else shared.get("reserve_output")
             ),
@@ -174,6 +179,11 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
     @property
     def OutputType(self) -> Any:
         return self.model.OutputType
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The configurable fields of the wrapped model (``configurable_alternatives``, ...)."""
+        return self.bound.config_specs
 
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
         return self.model.get_name(suffix, name=name)
@@ -319,26 +329,11 @@ def _shared(history: Any) -> dict[str, Any]:
     """What a history (or history factory) shares with the guard."""
     if history is None:
         return {}
-    from langchain_session_migrator._factory import FittedHistoryFactory
-    from langchain_session_migrator._history import FittedChatMessageHistory
-
-    if isinstance(history, FittedHistoryFactory):
-        return {
-            "strategy": history.strategy,
-            "summarizer": history.summarizer,
-            "reserve_output": history.reserve_output,
-            "registry": history.windows,
-        }
-    if isinstance(history, FittedChatMessageHistory):
-        fitter = history.fitter
-        registry = {history.model.name: history.model} if history.model is not None else {}
-        return {
-            "strategy": fitter.strategy,
-            "summarizer": fitter.summarizer,
-            "reserve_output": fitter.reserve_output,
-            "registry": registry,
-        }
-    raise TypeError(
-        "history must be a FittedHistoryFactory or a FittedChatMessageHistory, got "
-        f"{type(history).__name__}"
-    )
+    settings = getattr(history, "_guard_settings", None)
+    if settings is None:
+        raise TypeError(
+            "history must be a FittedHistoryFactory or a FittedChatMessageHistory, got "
+            f"{type(history).__name__}"
+        )
+    shared: dict[str, Any] = settings()
+    return shared

@@ -18,7 +18,7 @@ from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._convert import message_from_core, message_to_core, storable
 from langchain_session_migrator._loading import CallInput, input_being_loaded
 from langchain_session_migrator._models import window_for
-from langchain_session_migrator._summarizer import LangChainSummarizer
+from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
     Budget,
@@ -171,12 +171,12 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         messages: Sequence[BaseMessage] | None = None,
     ) -> None:
         super().__init__()
-        _check_store(store)
+        check_store(store)
         fitter = SessionFitter(
             session_id,
             store=store,
             strategy=strategy,
-            summarizer=_as_summarizer(summarizer),
+            summarizer=as_summarizer(summarizer),
             reserve_output=reserve_output,
             workspace=workspace,
             metadata=metadata,
@@ -349,6 +349,16 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         """The session's fitter (its strategy, summarizer and output reserve)."""
         return self._state.fitter
 
+    def _guard_settings(self) -> dict[str, Any]:
+        """What :class:`FitToModel` takes from this history."""
+        fitter, model = self._state.fitter, self.model
+        return {
+            "strategy": fitter.strategy,
+            "summarizer": fitter.summarizer,
+            "reserve_output": fitter.reserve_output,
+            "registry": {model.name: model} if model is not None else {},
+        }
+
     @property
     def store(self) -> Any:
         """The session store (its ``migrations(session_id)`` lists every model change)."""
@@ -472,24 +482,3 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             f"FittedChatMessageHistory({self.session_id!r}, "
             f"model={model.name if model else None!r}, store={self.store!r})"
         )
-
-
-def _check_store(store: Any) -> None:
-    """Refuse a store that is neither a URL nor a store object now, not at the first read."""
-    if store is None or isinstance(store, str):
-        return
-    if not all(callable(getattr(store, name, None)) for name in ("append", "load", "load_since")):
-        raise TypeError(
-            f"store must be a store URL ('memory://', 'sqlite:///path', 'redis://...', "
-            f"'postgresql://...') or a session store object, got {type(store).__name__}"
-        )
-
-
-def _as_summarizer(
-    value: Summarizer | BaseChatModel | Runnable[Any, Any] | None,
-) -> Summarizer | None:
-    if value is None:
-        return None
-    if isinstance(value, Runnable):
-        return LangChainSummarizer(value)
-    return value
