@@ -233,7 +233,7 @@ def llamaindex_memory(strategy: str) -> Callable[[Context], Iterator[Record]]:
                 build=build,
                 read=lambda m: m.get(),
                 append=lambda m, k: m.put(ctx.li_new[k]),
-                fitted=lambda m: m._view[0].messages,
+                fitted=lambda m: m._handout.result.messages,
                 to_core=from_chat_messages,
             ),
         )

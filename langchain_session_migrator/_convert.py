@@ -60,7 +60,15 @@ from langchain_core.messages import (
 )
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from session_migrator import MARKER_KEY, ContentPart, InvalidMessageError, Message, Role, ToolCall
+from session_migrator import (
+    MARKER_KEY,
+    ContentPart,
+    InvalidMessageError,
+    Message,
+    Role,
+    ToolCall,
+    check_nesting,
+)
 
 __all__ = [
     "LANGCHAIN_KEY",
@@ -129,6 +137,10 @@ def message_to_core(message: BaseMessage, *, id: str | None = None) -> Message:
     (the legacy ``FunctionMessage``, ``RemoveMessage``).
     """
     role = _role_of(message)
+    for field_name in type(message).model_fields:  # before anything copies it recursively
+        check_nesting(getattr(message, field_name), field=field_name, message_id=message.id)
+    if message.model_extra:
+        check_nesting(message.model_extra, field="model_extra", message_id=message.id)
     residue: dict[str, Any] = {}
     if message.type != _CANONICAL_TYPE[role]:
         residue["type"] = message.type

@@ -386,7 +386,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             window,
             query=question if uses_query(state.fitter.strategy) else None,
             extra_reserved=self.reserved_tokens(window, asked),
-            pending_calls=asked is not None and bool(asked.answers),
+            pending_tool_calls="keep" if asked is not None and asked.answers else "drop",
         )
         with state.lock:
             state.last = result

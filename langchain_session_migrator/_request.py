@@ -150,8 +150,10 @@ class RequestFitter:
                 extra_reserved=reserved,
             )
             self.last_report = result.report
-            if result.report.decision == "fits" and not result.report.dropped_ids:
-                return None  # (a broken tool pair is left out even of a request that fits)
+            if len(result.messages) == len(core) and all(
+                a is b for a, b in zip(result.messages, core, strict=True)
+            ):
+                return None  # (what a model rejects is repaired even in a request that fits)
             if limit is None:
                 limit = result.report.budget
             new_system, new_messages = _rebuild(result.messages, core, originals, system)

@@ -16,6 +16,7 @@ from session_migrator import (
     Summarizer,
     SummarizerError,
     TokenCounter,
+    redact_secrets,
     summary_request,
     truncate_text,
 )
@@ -100,7 +101,9 @@ class LangChainSummarizer:
         try:
             reply = self.model.invoke(request, config=self._config())
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.model)
+            ) from exc
         return self._text(reply, max_tokens, counter)
 
     async def asummarize(
@@ -116,7 +119,9 @@ class LangChainSummarizer:
         try:
             reply = await self.model.ainvoke(request, config=self._config())
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.model)
+            ) from exc
         return self._text(reply, max_tokens, counter)
 
     def _config(self) -> RunnableConfig:

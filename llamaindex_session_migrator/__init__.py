@@ -1,5 +1,6 @@
-"""LlamaIndex adapter for session-migrator: a store-backed ``ChatMemoryBuffer`` that fits the
-conversation to whichever model reads it, and lossless ``ChatMessage`` conversion.
+"""LlamaIndex adapter for session-migrator: store-backed memories that fit the conversation to
+whichever model reads it (``SessionMigratorMemory``, a ``ChatMemoryBuffer``; ``FittedMemory``, a
+``Memory``), and lossless ``ChatMessage`` conversion.
 
 >>> from llama_index.core.llms import ChatMessage, MockLLM
 >>> from llamaindex_session_migrator import SessionMigratorMemory
@@ -17,6 +18,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError("The LlamaIndex adapter", "llamaindex") from exc
 
+from llamaindex_session_migrator._chat_store import SessionChatStore
 from llamaindex_session_migrator._convert import (
     LLAMAINDEX_KEY,
     from_chat_message,
@@ -24,14 +26,21 @@ from llamaindex_session_migrator._convert import (
     to_chat_message,
     to_chat_messages,
 )
+from llamaindex_session_migrator._fitted_memory import FittedMemory
+from llamaindex_session_migrator._guard import FitToModelLLM
 from llamaindex_session_migrator._memory import ModelSource, SessionMigratorMemory
+from llamaindex_session_migrator._memory_reference import MemoryNotRestorableError
 from llamaindex_session_migrator._models import window_for, window_from_metadata
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 
 __all__ = [
     "LLAMAINDEX_KEY",
+    "FitToModelLLM",
+    "FittedMemory",
     "LlamaIndexSummarizer",
+    "MemoryNotRestorableError",
     "ModelSource",
+    "SessionChatStore",
     "SessionMigratorMemory",
     "from_chat_message",
     "from_chat_messages",

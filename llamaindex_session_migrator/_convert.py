@@ -52,7 +52,7 @@ from llama_index.core.base.llms.types import (
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from session_migrator import ContentPart, Message, ToolCall
+from session_migrator import ContentPart, Message, ToolCall, check_nesting
 
 __all__ = [
     "LLAMAINDEX_KEY",
@@ -180,6 +180,10 @@ def from_chat_message(message: ChatMessage, *, id: str | None = None) -> Message
     elif core_role != role_value:
         li["role"] = role_value
     msg_id = id if id is not None else uuid.uuid4().hex
+    # before anything serialises it recursively
+    check_nesting(message.additional_kwargs, field="additional_kwargs", message_id=msg_id)
+    for i, block in enumerate(message.blocks):
+        check_nesting(vars(block), field=f"blocks[{i}]", message_id=msg_id)
 
     kwargs = dict(message.additional_kwargs)
     rest: dict[str, Any] = {}

@@ -5,155 +5,66 @@ history to whichever model is about to read it.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-import weakref
-from collections.abc import Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
-from llama_index.core.bridge.pydantic import PrivateAttr, model_validator
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
 from llama_index.core.llms import LLM
 from llama_index.core.memory import ChatMemoryBuffer
-from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 
-from llamaindex_session_migrator._convert import from_chat_message, to_chat_message
-from llamaindex_session_migrator._instrumentation import listen
-from llamaindex_session_migrator._models import DEFAULT_WINDOW, ModelLike
+from llamaindex_session_migrator._convert import from_chat_message
+from llamaindex_session_migrator._handout import HandOut
+from llamaindex_session_migrator._instrumentation import listen, unlisten
+from llamaindex_session_migrator._memory_hooks import (
+    MemoryListener,
+    PromptTokenizer,
+    unset_tokenizer,
+)
+from llamaindex_session_migrator._memory_options import (
+    FIT_OPTIONS,
+    FitOptions,
+    check_llm,
+    new_session_id,
+    open_memory_store,
+    refuse_unknown,
+)
+from llamaindex_session_migrator._memory_reference import is_reference, reference, restore
+from llamaindex_session_migrator._models import ModelLike
 from llamaindex_session_migrator._reconcile import plan_set
-from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
-from session_migrator import Message, ModelWindow
-from session_migrator._fit import check_slack
-from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
-from session_migrator._migrate import MigrationReport, MigrationResult, default_counter, migrate
-from session_migrator._strategies import Compressor, check_strategy, uses_query
-from session_migrator._summarizers import Summarizer
-from session_migrator._tokens import TOKENS_PER_MESSAGE
-from session_migrator.store import BaseSessionStore, open_store
+from session_migrator import (
+    DEFAULT_SLACK,
+    Compressor,
+    MigrationReport,
+    MigrationResult,
+    ModelWindow,
+    SessionFitter,
+    Summarizer,
+    migrate,
+    uses_query,
+)
+from session_migrator.store import BaseSessionStore
 
 __all__ = ["ModelSource", "SessionMigratorMemory"]
-
-#: Unless ``reserve_input`` is given, this share of the window (at most
-#: :data:`DEFAULT_RESERVE_CAP` tokens) is kept free for what the engine sends besides the history.
-DEFAULT_RESERVE_SHARE = 0.10
-DEFAULT_RESERVE_CAP = 1024
 
 _NO_CHAT_STORE = (
     "SessionMigratorMemory keeps the conversation in a session store: pass "
     "store='sqlite:///path.db' (or 'memory://', 'redis://...', 'postgresql://...') instead of "
     "chat_store"
 )
-_NOT_PORTABLE = (
-    "a SessionMigratorMemory holds a live session store and cannot be pickled, copied or "
-    "serialized: the conversation is in the store already; in another process open it with "
-    "SessionMigratorMemory.from_defaults(chat_store_key=..., store=<the same URL>)"
+_NOT_COPYABLE = (
+    "a SessionMigratorMemory holds a live session store and cannot be deep-copied: a copy "
+    "would share its session; make another memory with its own chat_store_key, or serialize "
+    "it (to_dict, pickle) to refer to the same session"
 )
 
 #: ``token_limit`` when none is given: the model's budget alone decides.
 _NO_CAP = 2**31 - 1
 
-
-_set = object.__setattr__
-
-
-def _private(model: Any) -> dict[str, Any]:
-    """A pydantic model's private attributes, for the read path: ``self._x`` goes through
-    pydantic's ``__getattr__`` (microseconds per read), which a warm ``get`` would pay a dozen
-    times, more than the rest of the read. Writing here is what pydantic's setter does.
-    """
-    return cast(dict[str, Any], model.__pydantic_private__)
-
-
-def _shallow(model: Any) -> Any:
-    """``model.model_copy()`` without its per-call overhead (pydantic v2's ``__copy__``: a new
-    instance with copies of ``__dict__``, the fields set, the extra and the private values).
-    """
-    cls = model.__class__
-    new = cls.__new__(cls)
-    _set(new, "__dict__", model.__dict__.copy())
-    _set(new, "__pydantic_fields_set__", model.__pydantic_fields_set__.copy())
-    extra = model.__pydantic_extra__
-    _set(new, "__pydantic_extra__", None if extra is None else extra.copy())
-    private = model.__pydantic_private__
-    _set(new, "__pydantic_private__", None if private is None else private.copy())
-    return new
-
-
-def _copy(message: ChatMessage) -> ChatMessage:
-    """A copy callers may edit the way LlamaIndex does: a new message with its own ``blocks``
-    list, new block objects and its own ``additional_kwargs`` (their values are shared).
-    """
-    new: ChatMessage = _shallow(message)
-    fields = new.__dict__
-    fields["blocks"] = [_shallow(b) for b in message.blocks]
-    fields["additional_kwargs"] = dict(message.additional_kwargs)
-    return new
-
-
-def _edited_positions(messages: Sequence[ChatMessage]) -> tuple[int, ...]:
-    """Where in a history LlamaIndex edits messages in place: the last message (agents with a
-    state rewrite its text: ``BaseWorkflowAgent.setup_agent``, ``AgentWorkflow.setup_agent``;
-    output parsers when the first is not a system message), the first when it is a system
-    message (output parsers; ``Memory`` prepends its blocks) and the latest user message
-    (``Memory`` prepends its blocks).
-    """
-    if not messages:
-        return ()
-    last = len(messages) - 1
-    at = {last}
-    if messages[0].role == MessageRole.SYSTEM:
-        at.add(0)
-    for i in range(last, -1, -1):
-        if messages[i].role == MessageRole.USER:
-            at.add(i)
-            break
-    return tuple(sorted(at))
-
-
-class _View(NamedTuple):
-    """One fit as it is handed out, built once per fit and reused by every read of it."""
-
-    result: MigrationResult
-    #: one ``ChatMessage`` per kept message, shared by every read (the conversion cache's)
-    templates: list[ChatMessage]
-    #: the positions handed out as fresh copies on every read (see :func:`_edited_positions`)
-    fresh: tuple[int, ...]
-    #: ``id()`` of every object the last read handed out (the templates not at ``fresh``
-    #: positions and that read's fresh copies): the instrumentation listener's test for "our
-    #: history". Updated in place by each read of this view (under the memory's lock).
-    ids: set[int]
-
-
-class _PromptTokenizer:
-    """``tokenizer_fn`` for engines that measure their prefix messages (``SimpleChatEngine``):
-    counts with the current model's counter, plus one message's chat-format overhead, so the
-    prefix and the fitted history together stay within the budget.
-    """
-
-    def __init__(self, memory: SessionMigratorMemory) -> None:
-        self._memory = weakref.ref(memory)
-
-    def __call__(self, text: str) -> list[int]:
-        memory = self._memory()
-        window = memory._tracker.resolve()[0] if memory is not None else DEFAULT_WINDOW
-        counter = default_counter(window)
-        return [0] * (counter.count_text(text) + TOKENS_PER_MESSAGE + 1) if text else []
-
-
-def _unset_tokenizer(text: str) -> list[int]:
-    """The placeholder ``tokenizer_fn`` between validation and ``model_post_init``."""
-    raise RuntimeError("SessionMigratorMemory is not initialised yet")
-
-
-class _Listener:
-    """Tells one memory (held weakly) about the chat calls that carried its history."""
-
-    def __init__(self, memory: SessionMigratorMemory) -> None:
-        self._memory = weakref.ref(memory)
-
-    def on_chat_start(self, messages: list[Any], model_dict: dict[str, Any], exact: bool) -> bool:
-        memory = self._memory()
-        return memory._observe(messages, model_dict, exact) if memory is not None else False
+#: The pydantic fields the constructor takes (``chat_store`` only to refuse it clearly).
+_FIELDS = ("chat_store", "chat_store_key", "token_limit", "tokenizer_fn")
 
 
 class SessionMigratorMemory(ChatMemoryBuffer):
@@ -199,40 +110,92 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     """
 
     token_limit: int = _NO_CAP
+    chat_store_key: str = Field(default_factory=new_session_id)
 
     _store_spec: BaseSessionStore | str | None = PrivateAttr(default=None)
     _store: BaseSessionStore | None = PrivateAttr(default=None)
     _owns_store: bool = PrivateAttr(default=False)
     _fitter: SessionFitter | None = PrivateAttr(default=None)
-    _strategy: str | Compressor = PrivateAttr(default="auto")
-    _summarizer: Summarizer | None = PrivateAttr(default=None)
-    _reserve_output: int | None = PrivateAttr(default=None)
-    _reserve_input: int | float | None = PrivateAttr(default=None)
-    _workspace: str = PrivateAttr(default="default")
-    _slack: float = PrivateAttr(default=DEFAULT_SLACK)
+    _options: FitOptions = PrivateAttr(default_factory=FitOptions)
     _lock: Any = PrivateAttr(default_factory=threading.RLock)
     _tracker: ModelTracker = PrivateAttr(default_factory=ModelTracker)
-    _templates: dict[str, tuple[Message, ChatMessage]] = PrivateAttr(default_factory=dict)
-    _view: _View | None = PrivateAttr(default=None)
-    _handed: tuple[ChatMessage, ...] = PrivateAttr(default=())  # the last read's fresh copies
+    _handout: HandOut = PrivateAttr(default_factory=HandOut)
     _window: ModelWindow | None = PrivateAttr(default=None)
     _source: ModelSource | None = PrivateAttr(default=None)
-    _listener: _Listener | None = PrivateAttr(default=None)
+    _listener: MemoryListener | None = PrivateAttr(default=None)
+
+    def __init__(
+        self,
+        *,
+        store: BaseSessionStore | str | None = None,
+        strategy: str | Compressor = "auto",
+        summarizer: Summarizer | LLM | None = None,
+        llm: LLM | None = None,
+        model: ModelLike | None = None,
+        reserve_output: int | None = None,
+        reserve_input: int | float | None = None,
+        workspace: str = "default",
+        slack: float = DEFAULT_SLACK,
+        chat_history: list[ChatMessage] | None = None,
+        **data: Any,
+    ) -> None:
+        """See :meth:`from_defaults`: every argument it takes is taken here too."""
+        refuse_unknown(type(self).__name__, data, (*_FIELDS, *FIT_OPTIONS, "chat_history"))
+        options = FitOptions.checked(
+            strategy=strategy,
+            summarizer=summarizer,
+            reserve_output=reserve_output,
+            reserve_input=reserve_input,
+            workspace=workspace,
+            slack=slack,
+        )
+        if model is None:
+            check_llm(llm)
+        super().__init__(**data)
+        self._options = options
+        self._store_spec = store
+        self._store, self._owns_store = open_memory_store(store)
+        self._tracker.llm = llm
+        if model is not None:
+            self.set_model(model)
+        if chat_history:
+            self.set(chat_history)
 
     @classmethod
     def class_name(cls) -> str:
         return "SessionMigratorMemory"
 
-    # -- copies and serialization: a live store cannot travel ----------------------------------
-
-    def __getstate__(self) -> dict[Any, Any]:
-        raise TypeError(_NOT_PORTABLE)
+    # -- copies and serialization: a reference to the store and session -----------------------
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SessionMigratorMemory:
-        raise TypeError(_NOT_PORTABLE)
+        raise TypeError(_NOT_COPYABLE)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (restore, (type(self), reference(self)))
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        raise TypeError(_NOT_PORTABLE)
+        """A reference to the store and session (see :mod:`._memory_reference`): what a
+        workflow ``Context`` holding the memory serializes; :meth:`from_dict` reopens it."""
+        return reference(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> SessionMigratorMemory:
+        """The memory a :meth:`to_dict` reference names (a ``ChatMemoryBuffer`` dump with its
+        chat store is refused: its messages would be lost)."""
+        if is_reference(data):
+            return restore(cls, data)
+        if "chat_store" in data or "chat_history" in data:
+            raise ValueError(_NO_CHAT_STORE)
+        return cls(**{k: v for k, v in data.items() if k != "class_name"})
+
+    def to_string(self) -> str:
+        """:meth:`to_dict` as JSON."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_string(cls, json_str: str) -> SessionMigratorMemory:
+        """:meth:`from_dict` of a :meth:`to_string`."""
+        return cls.from_dict(json.loads(json_str))
 
     @model_validator(mode="before")
     @classmethod
@@ -249,7 +212,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             if values.get("tokenizer_fn") is None:
                 # set to the prompt tokenizer once the memory exists (model_post_init): the
                 # parent's default would load LlamaIndex's global tiktoken encoding for nothing
-                values["tokenizer_fn"] = _unset_tokenizer
+                values["tokenizer_fn"] = unset_tokenizer
         return values
 
     @classmethod
@@ -258,7 +221,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         chat_history: list[ChatMessage] | None = None,
         llm: LLM | None = None,
         chat_store: Any = None,
-        chat_store_key: str = DEFAULT_CHAT_STORE_KEY,
+        chat_store_key: str | None = None,
         token_limit: int | None = None,
         tokenizer_fn: Any = None,
         *,
@@ -272,12 +235,18 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         slack: float = DEFAULT_SLACK,
         **kwargs: Any,
     ) -> SessionMigratorMemory:
-        """A memory for session ``chat_store_key`` in ``store``.
+        """A memory for session ``chat_store_key`` in ``store`` (the constructor takes the same
+        keywords; an unknown one is a ``TypeError`` naming those it takes).
 
-        ``store`` is a store URL (``"memory://"``, ``"sqlite:///path.db"``, ``"redis://..."``,
-        ``"postgresql://..."``) or a store object; ``None`` opens the embedded SQLite default
+        ``chat_store_key`` names the conversation: memories given the same key on the same
+        store share it (one user, across processes and restarts); without one, the memory gets
+        a new session of its own, as each ``ChatMemoryBuffer`` has its own chat store.
+        ``store`` is a store URL (``"memory://"``, ``"sqlite:///path.db"`` in a folder that
+        exists, ``"redis://..."``, ``"postgresql://..."``) or a store object, opened here (a bad
+        URL fails now); ``None`` opens the embedded SQLite default
         (``SESSION_MIGRATOR_STORE`` or ``$SESSION_MIGRATOR_HOME/sessions.db``). ``llm`` is kept
-        and read on every ``get``; ``model`` pins a model (as :meth:`set_model`).
+        and read on every ``get`` (one reporting no positive ``context_window`` is refused
+        unless ``model`` is given); ``model`` pins a model (as :meth:`set_model`).
         ``summarizer`` is a core summarizer or a LlamaIndex LLM to write summaries with.
         ``reserve_output`` overrides the output reserved (default: ``num_output`` capped at a
         quarter of the window). ``reserve_input`` keeps input tokens free for what the engine
@@ -296,43 +265,33 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         ``chat_history`` is written with :meth:`set`. ``chat_store`` (a LlamaIndex chat store)
         is not supported: the session store replaces it.
         """
-        if kwargs:
-            raise ValueError(f"Unexpected kwargs: {kwargs}")
-        check_strategy(strategy)  # (now, not at the first get)
         if chat_store is not None:
             raise ValueError(_NO_CHAT_STORE)
-        memory = cls(
-            token_limit=token_limit if token_limit is not None else _NO_CAP,
-            tokenizer_fn=tokenizer_fn,
-            chat_store_key=chat_store_key,
+        fields: dict[str, Any] = {"tokenizer_fn": tokenizer_fn}
+        if chat_store_key is not None:
+            fields["chat_store_key"] = chat_store_key
+        if token_limit is not None:
+            fields["token_limit"] = token_limit
+        return cls(
+            chat_history=chat_history,
+            llm=llm,
+            store=store,
+            strategy=strategy,
+            summarizer=summarizer,
+            model=model,
+            reserve_output=reserve_output,
+            reserve_input=reserve_input,
+            workspace=workspace,
+            slack=slack,
+            **fields,
+            **kwargs,
         )
-        memory._store_spec = store
-        memory._strategy = strategy
-        memory._summarizer = (
-            LlamaIndexSummarizer(summarizer) if isinstance(summarizer, LLM) else summarizer
-        )
-        memory._reserve_output = reserve_output
-        if reserve_input is not None and (
-            reserve_input < 0 or (isinstance(reserve_input, float) and reserve_input >= 1)
-        ):
-            raise ValueError(
-                "reserve_input is a number of tokens, or a share of the window below 1"
-            )
-        memory._reserve_input = reserve_input
-        memory._workspace = workspace
-        memory._slack = check_slack(slack)
-        memory._tracker.llm = llm
-        if model is not None:
-            memory.set_model(model)
-        if chat_history:
-            memory.set(chat_history)
-        return memory
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        if self.tokenizer_fn is _unset_tokenizer:
-            self.tokenizer_fn = _PromptTokenizer(self)
-        self._listener = _Listener(self)
+        if self.tokenizer_fn is unset_tokenizer:
+            self.tokenizer_fn = PromptTokenizer(self)
+        self._listener = MemoryListener(self)
         listen(self._listener)
 
     # -- the model -------------------------------------------------------------------------
@@ -357,8 +316,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     @property
     def last_report(self) -> MigrationReport | None:
         """The report of the last ``get``: decision, tokens before and after, what was cut."""
-        view = self._view
-        return view.result.report if view is not None else None
+        result = self._handout.result
+        return result.report if result is not None else None
 
     @property
     def session_id(self) -> str:
@@ -366,75 +325,43 @@ class SessionMigratorMemory(ChatMemoryBuffer):
 
     @property
     def store(self) -> BaseSessionStore:
-        """The session store (opened on first use)."""
+        """The session store (opened when the memory was made)."""
         return self._get_fitter().store
 
     def _observe(self, messages: list[Any], model_dict: dict[str, Any], exact: bool) -> bool:
-        """Record the model of a chat call if it carried what this memory handed out: with
-        ``exact``, one of the objects of the last read (the fit's shared messages, the read's
-        fresh copies); else (engines that format the history into new objects) a message equal
-        to the last one handed out.
-        """
-        private = _private(self)
-        view: _View | None = private["_view"]
-        handed: tuple[ChatMessage, ...] = private["_handed"]
-        if view is None or not handed:
-            return False
-        if exact:
-            ids = view.ids
-            carried = any(id(m) in ids for m in messages)
-        else:
-            last = handed[-1]
-            carried = any(isinstance(m, ChatMessage) and m == last for m in messages)
+        """Record the model of a chat call if it carried what this memory handed out (see
+        :meth:`HandOut.carried`)."""
+        carried = self._handout.carried(messages, exact)
         if carried:
-            tracker: ModelTracker = private["_tracker"]
-            tracker.observe(model_dict)
+            self._tracker.observe(model_dict)
         return carried
 
     # -- the fitted view -------------------------------------------------------------------
 
     def _get_fitter(self) -> SessionFitter:
-        private = _private(self)
-        with private["_lock"]:
-            fitter: SessionFitter | None = private["_fitter"]
+        with self._lock:
+            fitter = self._fitter
             if fitter is not None and fitter.session_id == self.chat_store_key:
                 return fitter
-            if self._store is None:
-                spec = self._store_spec
-                if isinstance(spec, BaseSessionStore):
-                    self._store = spec
-                else:
-                    self._store = open_store(spec)
-                    self._owns_store = True
+            if self._store is None:  # closed, or made by model_validate
+                self._store, self._owns_store = open_memory_store(self._store_spec)
+            options = self._options
             fitter = SessionFitter(
                 self.chat_store_key,
                 store=self._store,
-                strategy=self._strategy,
-                summarizer=self._summarizer,
-                reserve_output=self._reserve_output,
-                workspace=self._workspace,
-                slack=self._slack,
+                strategy=options.strategy,
+                summarizer=options.summarizer,
+                reserve_output=options.reserve_output,
+                workspace=options.workspace,
+                slack=options.slack,
             )
             self._fitter = fitter
-            self._templates = {}
-            self._view = None
+            self._handout.forget()
             return fitter
 
-    def _template(self, message: Message) -> ChatMessage:
-        """The cached conversion of ``message`` (shared: handed out by ``get``)."""
-        cache: dict[str, tuple[Message, ChatMessage]] = _private(self)["_templates"]
-        hit = cache.get(message.id)
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        converted = to_chat_message(message)
-        cache[message.id] = (message, converted)
-        return converted
-
-    def _fit(self, input: str | None, initial_token_count: int) -> MigrationResult:
-        private = _private(self)
-        with private["_lock"]:
-            tracker: ModelTracker = private["_tracker"]
-            window, source = tracker.resolve()
+    def _fit(self, input: object, initial_token_count: int) -> MigrationResult:
+        with self._lock:
+            window, source = self._tracker.resolve()
             # token_limit caps the history as ChatMemoryBuffer's does: at most token_limit less
             # initial_token_count (the model's own budget, with its reserves, may be smaller)
             cap = (
@@ -442,16 +369,11 @@ class SessionMigratorMemory(ChatMemoryBuffer):
                 if self.token_limit != _NO_CAP
                 else None
             )
-            strategy: str | Compressor = private["_strategy"]
-            query = input if input and uses_query(strategy) else None
-            reserve: int | float | None = private["_reserve_input"]
-            if reserve is None:
-                reserve = min(
-                    int(window.context_window * DEFAULT_RESERVE_SHARE), DEFAULT_RESERVE_CAP
-                )
-            elif isinstance(reserve, float):
-                reserve = int(window.context_window * reserve)
-            extra = max(0, initial_token_count) + reserve
+            options = self._options
+            query = (
+                input if isinstance(input, str) and input and uses_query(options.strategy) else None
+            )
+            extra = max(0, initial_token_count) + options.input_reserve(window)
             fitter = self._get_fitter()
             if fitter.refresh():
                 result = fitter.fit(window, query=query, extra_reserved=extra, budget_cap=cap)
@@ -460,39 +382,12 @@ class SessionMigratorMemory(ChatMemoryBuffer):
                 result = migrate(
                     [],
                     window,
-                    strategy=strategy,
-                    reserve_output=self._reserve_output,
+                    strategy=options.strategy,
+                    reserve_output=options.reserve_output,
                     extra_reserved=extra,
                 )
-            private["_window"], private["_source"] = window, source
+            self._window, self._source = window, source
             return result
-
-    def _hand_out(self, result: MigrationResult) -> list[ChatMessage]:
-        """A new list of the fit's shared messages, with fresh copies where LlamaIndex edits
-        in place: a warm read is a list copy and at most three message copies.
-        """
-        private = _private(self)
-        with private["_lock"]:
-            view: _View | None = private["_view"]
-            stale: tuple[ChatMessage, ...] = ()  # the copies of the view's previous read
-            if view is None or view.result is not result:
-                templates = [self._template(m) for m in result.messages]
-                fresh = _edited_positions(templates)
-                shared = {id(t) for i, t in enumerate(templates) if i not in fresh}
-                view = _View(result, templates, fresh, shared)
-                private["_view"] = view
-            else:
-                stale = private["_handed"]
-            out = view.templates.copy()
-            for i in view.fresh:
-                out[i] = _copy(out[i])
-            handed = tuple(out[i] for i in view.fresh)
-            # the new copies are added before the stale ones go (a listener always finds them);
-            # both are alive here, so no id of one can be an id of the other
-            view.ids.update(map(id, handed))
-            view.ids.difference_update(map(id, stale))
-            private["_handed"] = handed
-            return out
 
     def get(
         self,
@@ -501,7 +396,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         **kwargs: Any,
     ) -> list[ChatMessage]:
         """The conversation fitted to the current model (see the class docstring)."""
-        return self._hand_out(self._fit(input, initial_token_count))
+        return self._handout.hand_out(self._fit(input, initial_token_count), self._listener)
 
     async def aget(
         self,
@@ -515,7 +410,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     def get_all(self) -> list[ChatMessage]:
         """The full log, oldest first, never compressed: new objects, free to edit."""
         with self._lock:
-            return [_copy(self._template(m)) for m in self._get_fitter().messages]
+            return [self._handout.fresh(m) for m in self._get_fitter().messages]
 
     async def aget_all(self) -> list[ChatMessage]:
         """:meth:`get_all` in a worker thread."""
@@ -551,8 +446,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         """
         with self._lock:
             fitter = self._get_fitter()
-            markers = [t for (m, t) in self._templates.values() if m.marker is not None]
-            plan = plan_set(fitter.messages, messages, self._template, markers)
+            handout = self._handout
+            plan = plan_set(fitter.messages, messages, handout.template, handout.markers)
             if plan.action == "append":
                 fitter.append(plan.messages)
                 return
@@ -572,8 +467,9 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         with self._lock:
             self._get_fitter().clear()
             self._fitter = None  # a new fitter: the old one remembers the deleted migration log
-            self._view = None
-            self._handed = ()
+            self._handout.forget()
+            if self._listener is not None:
+                unlisten(self._listener)
 
     async def areset(self) -> None:
         """:meth:`reset` in a worker thread."""
@@ -582,6 +478,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     def close(self) -> None:
         """Close the store if this memory opened it (a store object given in is left open)."""
         with self._lock:
+            if self._listener is not None:
+                unlisten(self._listener)  # (no more calls are matched against this memory)
             if self._store is not None and self._owns_store:
                 self._store.close()
                 self._store = None

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 
-from session_migrator import Message, SummarizerError, TokenCounter
-from session_migrator._summarizers import summary_request
+from session_migrator import Message, SummarizerError, TokenCounter, redact_secrets, summary_request
 
 __all__ = ["LlamaIndexSummarizer"]
 
@@ -21,7 +20,7 @@ __all__ = ["LlamaIndexSummarizer"]
 class LlamaIndexSummarizer:
     """Summarizes with ``llm.chat`` (``asummarize``: ``llm.achat``).
 
-    The request is the core's (:func:`session_migrator._summarizers.summary_request`): a
+    The request is the core's (:func:`session_migrator.summary_request`): a
     transcript over ``max_input_tokens`` keeps its newest half verbatim and the older part as an
     extractive digest, so the request itself fits a small summarizing model.
 
@@ -79,7 +78,9 @@ class LlamaIndexSummarizer:
         try:
             response = self.llm.chat(request)
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.llm)
+            ) from exc
         return self._text(response.message.content)
 
     async def asummarize(
@@ -95,5 +96,7 @@ class LlamaIndexSummarizer:
         try:
             response = await self.llm.achat(request)
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.llm)
+            ) from exc
         return self._text(response.message.content)

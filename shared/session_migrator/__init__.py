@@ -16,10 +16,12 @@ from session_migrator._errors import (
     BudgetError,
     ConflictError,
     ImportFormatError,
+    InvalidIdError,
     InvalidMessageError,
     MissingDependencyError,
     SessionMigratorError,
     SessionNotFoundError,
+    StoreDurabilityWarning,
     StoreError,
     SummarizerError,
     UnknownModelError,
@@ -28,6 +30,7 @@ from session_migrator._fit import check_slack, truncate_text
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._live import is_stale as models_cache_is_stale
 from session_migrator._live import refresh as refresh_models
+from session_migrator._memory_doc import export_markdown
 from session_migrator._messages import (
     MARKER_KEY,
     ContentPart,
@@ -55,7 +58,9 @@ from session_migrator._models import (
     register_model,
     unregister_model,
 )
+from session_migrator._nesting import check_nesting
 from session_migrator._online_counters import AnthropicCounter, GeminiCounter
+from session_migrator._redact import redact_secrets
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import (
     AutoStrategy,
@@ -76,6 +81,7 @@ from session_migrator._summarizers import (
     summary_request,
 )
 from session_migrator._tokens import (
+    TOKENS_PER_MESSAGE,
     EstimateWarning,
     EstimatingCounter,
     TiktokenCounter,
@@ -92,6 +98,7 @@ __all__ = [
     "DEFAULT_SLACK",
     "MARKER_KEY",
     "SUMMARY_PROMPT",
+    "TOKENS_PER_MESSAGE",
     "AnthropicCounter",
     "AutoStrategy",
     "Budget",
@@ -105,6 +112,7 @@ __all__ = [
     "ExtractiveSummarizer",
     "GeminiCounter",
     "ImportFormatError",
+    "InvalidIdError",
     "InvalidMessageError",
     "Message",
     "MigrationReport",
@@ -119,6 +127,7 @@ __all__ = [
     "SessionFitter",
     "SessionMigratorError",
     "SessionNotFoundError",
+    "StoreDurabilityWarning",
     "StoreError",
     "SummarizeStrategy",
     "Summarizer",
@@ -133,10 +142,12 @@ __all__ = [
     "__version__",
     "calibrate",
     "chat_rule_violations",
+    "check_nesting",
     "check_slack",
     "check_strategy",
     "counter_for",
     "default_counter",
+    "export_markdown",
     "infer_tokenizer",
     "known_models",
     "load_overrides",
@@ -149,6 +160,7 @@ __all__ = [
     "open_store",
     "plan",
     "recalibrate_from_exact",
+    "redact_secrets",
     "refresh_models",
     "register_model",
     "reset_calibration",

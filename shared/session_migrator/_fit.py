@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from session_migrator._messages import MARKER_KEY, Message
+from session_migrator._messages import Message
 from session_migrator._tokens import TokenCounter
+from session_migrator._truncate import (
+    MIN_TRUNCATED_TOKENS,
+    truncate_message,
+    truncate_text,
+    truncate_unit,
+)
 
 __all__ = [
     "Fitted",
@@ -31,13 +36,11 @@ __all__ = [
     "build_units",
     "check_slack",
     "fit_recent",
+    "paired",
     "truncate_message",
     "truncate_text",
+    "truncate_unit",
 ]
-
-MIN_TRUNCATED_TOKENS = 16
-_NEEDS_CONTENT = ("user", "system")
-_ELLIPSIS = "[...]"
 
 
 @dataclass(slots=True)
@@ -71,8 +74,8 @@ class Layout:
     ``slack`` (a :class:`Ledger`'s): the share of the room for the newest turns that a cut leaves
     free, so that the next messages fit without cutting again (see :class:`Ledger`).
 
-    ``pending``: the newest assistant tool call, while it awaits its results, is a unit (the
-    last), not broken: its results come with the next input (see :meth:`Ledger.layout`).
+    ``keep_pending``: the newest assistant tool call, while it awaits its results, is a unit
+    (the last), not broken: its results come with the next input (see :meth:`Ledger.layout`).
 
     ``counted_from``: the messages before this index that are not system messages were not
     counted (their units' costs are 0): a cold migration counts
@@ -89,7 +92,7 @@ class Layout:
     cache: dict[str, Any] | None = None
     counted_from: int = 0
     slack: float = 0.0
-    pending: bool = False
+    keep_pending: bool = False
 
     @property
     def contiguous(self) -> bool:
@@ -196,21 +199,26 @@ class Ledger:
                 bisect.insort(self._broken, i)
         self._open = None
 
-    def layout(self, *, pending: bool = False) -> Layout:
+    @property
+    def pending(self) -> list[int]:
+        """The newest assistant tool call and the results it has so far, while some of its
+        results have not come yet (the positions; empty when nothing awaits a result)."""
+        unit = self._open
+        return list(unit.indices) if unit is not None and not unit.complete else []
+
+    def layout(self, *, keep_pending: bool = False) -> Layout:
         """The layout of the messages so far (lists are shared: callers must not change them).
 
-        The newest assistant tool call, while it awaits results, is reported broken; with
-        ``pending`` it is the newest unit instead (its results are the caller's next input, which
-        is sent right after it, so it must go with them: a fit must neither drop nor summarize
-        it).
+        ``keep_pending``: the newest tool call still waiting for results is a unit (kept or cut
+        like any other) rather than broken.
         """
         units = self._units
         broken = self._broken
-        cost = self._units_cost
+        units_cost = self._units_cost
         unit = self._open
         if unit is not None and not unit.complete:
-            if pending:
-                cost += unit.cost
+            if keep_pending:
+                units_cost += unit.cost
             else:
                 units = units[:-1]
                 broken = sorted(broken + unit.indices)
@@ -219,11 +227,11 @@ class Ledger:
             units,
             broken,
             self.ids,
-            cost,
+            units_cost,
             self._system_first,
             self.cache,
             slack=self.slack,
-            pending=pending,
+            keep_pending=keep_pending,
         )
 
 
@@ -231,9 +239,14 @@ def broken_for_good(messages: Sequence[Message]) -> list[int]:
     """The positions of the messages broken for good (see :attr:`Ledger.settled_broken`)."""
     if not any(m.role == "tool" or m.tool_calls for m in messages):
         return []
-    pairs = Ledger(_uncounted)
-    pairs.extend(messages, [0] * len(messages))
-    return pairs.settled_broken
+    return paired(messages).settled_broken
+
+
+def paired(messages: Sequence[Message]) -> Ledger:
+    """A ledger of ``messages`` that knows their units and pairs, not their costs (all 0)."""
+    ledger = Ledger(_uncounted)
+    ledger.extend(messages, [0] * len(messages))
+    return ledger
 
 
 def check_slack(slack: float) -> float:
@@ -248,18 +261,18 @@ def build_units(
     costs: Sequence[int],
     *,
     counted_from: int = 0,
-    pending: bool = False,
+    keep_pending: bool = False,
 ) -> Layout:
     """Split ``messages`` into system messages, units, and broken messages.
 
     Broken messages are tool results with no call before them and assistant tool calls whose
     results never came; a compressed result never includes them (they would be rejected).
-    ``counted_from`` and ``pending``: see :class:`Layout` (the costs before ``counted_from`` are
-    0, not counts).
+    ``counted_from``: see :class:`Layout` (the costs before it are 0, not counts);
+    ``keep_pending``: see :meth:`Ledger.layout`.
     """
     ledger = Ledger(_uncounted)
     ledger.extend(messages, costs)
-    layout = ledger.layout(pending=pending)
+    layout = ledger.layout(keep_pending=keep_pending)
     layout.cache = None  # nothing outlives this call
     layout.counted_from = counted_from
     return layout
@@ -267,150 +280,6 @@ def build_units(
 
 def _uncounted(message: Message) -> int:
     raise AssertionError("build_units is given every cost")
-
-
-# -- cutting inside a message ------------------------------------------------------------------
-
-
-def _marker(cut_tokens: int) -> str:
-    return f"\n[... {cut_tokens:,} tokens cut by session-migrator ...]\n"
-
-
-def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
-    """``text`` cut to at most ``target`` tokens: head and tail kept, a marker between.
-
-    Returns ``text`` itself when it fits, and ``""`` when not even the marker fits.
-    """
-    total = counter.count_text(text)
-    if total <= target:
-        return text
-    marker = _marker(total)
-    marker_cost = counter.count_text(marker)
-    keep = target - marker_cost
-    if keep <= 0:
-        short = "[...]"
-        return short if counter.count_text(short) <= target else ""
-    chars_per_token = len(text) / max(total, 1)
-    budget_chars = keep * chars_per_token
-    for _ in range(12):
-        head_chars = int(budget_chars * 0.6)
-        tail_chars = int(budget_chars * 0.4)
-        tail = text[len(text) - tail_chars :] if tail_chars > 0 else ""
-        candidate = text[:head_chars] + marker + tail
-        used = counter.count_text(candidate)
-        if used <= target:
-            return candidate
-        budget_chars *= max(0.5, min(0.95, (target - marker_cost) / max(used - marker_cost, 1)))
-        if budget_chars < 1:
-            break
-    return marker.strip() if marker_cost <= target else ""
-
-
-def _with_marker(message: Message, original_tokens: int, **changes: object) -> Message:
-    extra = dict(message.extra)
-    previous = extra.get(MARKER_KEY)
-    marker = dict(previous) if isinstance(previous, dict) else {}
-    marker.update({"kind": marker.get("kind", "truncated"), "original_tokens": original_tokens})
-    extra[MARKER_KEY] = marker
-    return message.replace(extra=extra, **changes)
-
-
-def truncate_message(message: Message, target: int, counter: TokenCounter) -> Message:
-    """``message`` cut inside to at most ``target`` tokens (content first, then call arguments).
-
-    The id is kept and ``extra`` is marked ``{"kind": "truncated", "original_tokens": n}``.
-    A user or system message keeps some content (at least ``[...]``): the chat APIs reject empty
-    turns. Raises ``ValueError`` when even the smallest message of this shape is larger than
-    ``target``.
-    """
-    original = counter.count_message(message)
-    if original <= target:
-        return message
-    shell = message.replace(
-        content="", tool_calls=tuple(c.__class__(c.id, c.name, "{}") for c in message.tool_calls)
-    )
-    needs_content = message.role in _NEEDS_CONTENT
-    fixed = counter.count_message(shell)
-    smallest = counter.count_message(shell.replace(content=_ELLIPSIS)) if needs_content else fixed
-    if smallest > target:
-        raise ValueError(
-            f"message {message.id!r} needs {smallest} tokens even with its content removed, "
-            f"over the target of {target}"
-        )
-    texts: list[str] = [message.text]
-    texts.extend(c.arguments for c in message.tool_calls)
-    sizes = [counter.count_text(t) for t in texts]
-    room = target - fixed
-    for _ in range(6):
-        total = sum(sizes) or 1
-        allowances = [max(0, int(room * s / total)) for s in sizes]
-        new_texts = [
-            truncate_text(t, a, counter) if s > a else t
-            for t, s, a in zip(texts, sizes, allowances, strict=True)
-        ]
-        calls = tuple(
-            c.__class__(c.id, c.name, a if a == c.arguments else _args_json(a))
-            for c, a in zip(message.tool_calls, new_texts[1:], strict=True)
-        )
-        images = (
-            0
-            if isinstance(message.content, str)
-            else sum(1 for p in message.content if p.type != "text")
-        )
-        content = new_texts[0] + (f"\n[{images} non-text part(s) omitted]" if images else "")
-        candidate = _with_marker(message, original, content=content, tool_calls=calls)
-        used = counter.count_message(candidate)
-        if used <= target and (content.strip() or not needs_content):
-            return candidate
-        room -= max(used - target, 0) + 2
-        if room <= 0:
-            break
-    bare = _with_marker(message, original, content=_ELLIPSIS, tool_calls=shell.tool_calls)
-    if counter.count_message(bare) <= target:
-        return bare
-    # only a tool or assistant message gets here (``smallest`` above): its shell fits
-    return _with_marker(message, original, content="", tool_calls=shell.tool_calls)
-
-
-def _args_json(text: str) -> str:
-    return json.dumps({"session_migrator_truncated_arguments": text}, ensure_ascii=False)
-
-
-def truncate_unit(
-    messages: Sequence[Message], unit: Unit, target: int, counter: TokenCounter
-) -> list[Message]:
-    """The unit's messages cut inside so that together they cost at most ``target`` tokens."""
-    members = [messages[i] for i in unit.indices]
-    costs = [counter.count_message(m) for m in members]
-    total = sum(costs)
-    if total <= target:
-        return members
-    out = list(members)
-    # a message is cut down to MIN_TRUNCATED_TOKENS at most, unless the target is smaller
-    floor = min(MIN_TRUNCATED_TOKENS, max(target // len(out), 1))
-    for _ in range(4):
-        total = sum(counter.count_message(m) for m in out)
-        if total <= target:
-            return out
-        excess = total - target
-        # cut the largest messages first, each by its share of the excess
-        order = sorted(range(len(out)), key=lambda k: -counter.count_message(out[k]))
-        for k in order:
-            if excess <= 0:
-                break
-            cost = counter.count_message(out[k])
-            cut = min(excess, cost - floor)
-            if cut <= 0:
-                continue
-            try:
-                new = truncate_message(out[k], cost - cut, counter)
-            except ValueError:
-                continue
-            excess -= cost - counter.count_message(new)
-            out[k] = new
-    if sum(counter.count_message(m) for m in out) > target:
-        raise ValueError(f"cannot cut the unit starting at message {unit.indices[0]} to {target}")
-    return out
 
 
 # -- the newest suffix -------------------------------------------------------------------------

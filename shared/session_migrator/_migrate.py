@@ -14,9 +14,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from session_migrator._errors import BudgetError
-from session_migrator._fit import Ledger, broken_for_good, build_units
+from session_migrator._fit import Ledger, build_units, paired
+from session_migrator._fits import PendingToolCalls, check_pending, repair_fit
 from session_migrator._messages import Message, Session, as_messages
-from session_migrator._result import CompressionResult, broken_note
+from session_migrator._redact import redact_secrets
+from session_migrator._result import CompressionResult
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import Compressor, _Strategy, get_strategy, latest_user_text
 from session_migrator._summarizers import Summarizer, Summary
@@ -212,6 +214,7 @@ def migrate(
     previous_summary: Summary | None = None,
     extra_reserved: int = 0,
     source_model: str | None = None,
+    pending_tool_calls: PendingToolCalls = "drop",
 ) -> MigrationResult:
     """Fit a conversation to ``target``'s input budget.
 
@@ -220,6 +223,13 @@ def migrate(
     :class:`~session_migrator.Compressor`) keeps the most valuable context within the budget.
     ``query`` steers recall (default: the newest user message). ``previous_summary`` lets a
     rolling summary be extended with only the newly cut messages. The input is never mutated.
+
+    What a chat API would reject is repaired on either path, and reported: a conversation
+    that fits goes over without tool messages whose pair is broken, without messages before
+    its first user message, and with its system messages first (see
+    :mod:`session_migrator._fits`). ``pending_tool_calls``: ``"drop"`` leaves out the newest
+    assistant tool call while its results have not all come (a model rejects it); ``"keep"``
+    keeps it, for a caller about to append its results.
 
     >>> from session_migrator import Message
     >>> result = migrate([Message("user", "hi")], "gpt-4")
@@ -237,6 +247,7 @@ def migrate(
         previous_summary=previous_summary,
         extra_reserved=extra_reserved,
         source_model=source_model,
+        pending_tool_calls=pending_tool_calls,
     )
 
 
@@ -254,11 +265,11 @@ def _migrate(
     source_model: str | None,
     ledger: Ledger | None = None,
     budget_cap: int | None = None,
-    pending_calls: bool = False,
+    pending_tool_calls: PendingToolCalls = "drop",
 ) -> MigrationResult:
     """:func:`migrate`; with ``ledger`` (whose messages these are, counted by ``counter``),
     the session is not counted or split into units again; ``budget_cap`` caps the budget;
-    ``pending_calls``: a trailing tool call awaiting its results is kept (see ``Ledger.layout``).
+    ``pending_tool_calls``: see :func:`migrate`.
     """
     started = time.perf_counter()
     window = resolve_target(target)
@@ -274,6 +285,7 @@ def _migrate(
             "summarizer must be a Summarizer (an object with summarize(...), e.g. "
             f"OpenAISummarizer()), got {type(summarizer).__name__}"
         )
+    keep_pending = check_pending(pending_tool_calls) == "keep"
     counter = counter or default_counter(window)
     compressor = get_strategy(strategy, summarizer=summarizer)
     # count first: an online counter learns only while counting whether it fell back to estimates
@@ -316,28 +328,27 @@ def _migrate(
         _count_before=(lambda: counter.count_messages(messages)) if counted_from else None,
     )
     if decision.fits:
-        broken = ledger.settled_broken if ledger is not None else broken_for_good(messages)
-        if not broken:
-            report.seconds = time.perf_counter() - started
-            return MigrationResult(list(messages), report)
-        # it fits, but a model would reject the broken tool pairs: they are left out
-        left_out = set(broken)
-        kept = [m for i, m in enumerate(messages) if i not in left_out]
-        report.tokens_after = counter.count_messages(kept)
-        report.messages_after = len(kept)
-        report.dropped_ids = [messages[i].id for i in broken]
-        report.notes = [broken_note(len(broken))]
+        # it fits; what a model would reject as is is repaired (see session_migrator._fits)
+        pairs = ledger if ledger is not None else paired(messages)
+        repair = repair_fit(
+            messages, pairs.layout(), pairs.settled_broken, pairs.pending, keep_pending
+        )
+        if repair is not None:
+            report.tokens_after = counter.count_messages(repair.messages)
+            report.messages_after = len(repair.messages)
+            report.dropped_ids = repair.dropped_ids
+            report.notes = repair.notes
         report.seconds = time.perf_counter() - started
-        return MigrationResult(kept, report)
+        return MigrationResult(list(messages) if repair is None else repair.messages, report)
     query = query if query is not None else latest_user_text(messages)
     extra: dict[str, Any] = {}
     if isinstance(compressor, _Strategy):
         # the counts are known: the strategy does not count or split the messages again
         extra["layout"] = (
-            ledger.layout(pending=pending_calls)
+            ledger.layout(keep_pending=keep_pending)
             if ledger is not None
             else build_units(
-                messages, costs or [], counted_from=counted_from, pending=pending_calls
+                messages, costs or [], counted_from=counted_from, keep_pending=keep_pending
             )
         )
     result = compressor.compress(
@@ -367,7 +378,7 @@ def _migrate(
     report.recalled_ids = list(result.recalled_ids)
     report.truncated_ids = list(result.truncated_ids)
     report.summary = result.summary.to_dict() if result.summary else None
-    report.fallbacks = list(result.fallbacks)
+    report.fallbacks = [redact_secrets(f) for f in result.fallbacks]  # a compressor of one's own
     report.notes = [*result.notes, *problems]
     report.seconds = time.perf_counter() - started
     return MigrationResult(list(result.messages), report, result.summary)

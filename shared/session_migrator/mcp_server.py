@@ -12,8 +12,9 @@ says what to fix, and the server keeps serving):
 - ``migrate_session(messages_json, target_model, strategy?, reserve_output_tokens?, query?,
   context_window?)``: the migration report (decision, tokens before and after, budget, what was
   dropped) and the messages to send, in OpenAI chat format (without ids or library markers);
-- ``session_append(session_id, messages_json, workspace?)``, ``session_context(session_id, model,
-  strategy?, query?, reserve_output_tokens?, context_window?)``, ``session_usage(session_id,
+- ``session_append(session_id, messages_json, workspace?, idempotency_key?)``,
+  ``session_context(session_id, model, strategy?, query?, reserve_output_tokens?,
+  context_window?)``, ``session_usage(session_id,
   model, context_window?)``, ``session_list(workspace?)``: the session store (``--store URL``,
   default the embedded SQLite file under ``SESSION_MIGRATOR_HOME``). ``session_context`` goes
   through :class:`~session_migrator._fitter.SessionFitter`: cached counts, the rolling summary
@@ -26,12 +27,15 @@ is tested directly too); this module only declares the tools and maps errors.
 """
 
 import inspect
-from collections.abc import AsyncIterator, Callable
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from session_migrator._errors import MissingDependencyError, SessionMigratorError
 from session_migrator._mcp_tools import (
+    DEFAULT_ANSWER_TOKENS,
+    DEFAULT_CACHED_SESSIONS,
     ArgumentError,
     MessagesArg,
     SessionTools,
@@ -70,26 +74,47 @@ INSTRUCTIONS = (
 # -- the MCP layer -----------------------------------------------------------------------------
 
 
-def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[Any]":
+def build_server(
+    store: "str | BaseSessionStore | None" = None,
+    *,
+    max_sessions: int = DEFAULT_CACHED_SESSIONS,
+) -> "MCPServer[Any]":
     """The MCP server object with every tool registered (not yet running).
 
+    ``max_sessions``: how many sessions' fitted views are kept between calls.
     Raises :class:`~session_migrator.MissingDependencyError` when the ``mcp`` extra is missing.
     """
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
-        from mcp_types import ToolAnnotations
-        from pydantic import Field
+        from mcp_types import CallToolResult, TextContent, ToolAnnotations
+        from pydantic import Field, ValidationError
+
+        from session_migrator import _mcp_schemas as out
     except ImportError as exc:
         raise MissingDependencyError("The MCP server", "mcp") from exc
 
-    tools = SessionTools(store)
+    tools = SessionTools(store, max_sessions=max_sessions)
 
-    def call(fn: Callable[..., _T], *args: Any) -> _T:
+    def call(fn: Callable[..., dict[str, Any]], *args: Any) -> CallToolResult:
+        """The answer, once: structuredContent (checked against the tool's output schema) and
+        a one-line text saying what it holds."""
         try:
-            return jsonable(fn(*args))  # type: ignore[no-any-return]
+            data = jsonable(fn(*args))
         except (SessionMigratorError, ValueError, LookupError) as exc:
             raise ToolError(str(exc)) from exc
+        text = TextContent(type="text", text=summary(fn.__name__, data))
+        return CallToolResult(content=[text], structured_content=data)
+
+    class Server(MCPServer[Any]):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, ValidationError):
+                    raise ToolError(argument_problems(name, cause.errors())) from cause
+                raise
 
     @asynccontextmanager
     async def lifespan(_: "MCPServer[Any]") -> AsyncIterator[None]:
@@ -98,13 +123,12 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
         finally:
             tools.close()
 
-    server: MCPServer[Any] = MCPServer(
-        SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan
-    )
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    server = Server(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
+    # pure lookups and computations: nothing changes, the same call gives the same answer
+    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     def tool(
-        annotations: ToolAnnotations | None = None,
+        annotations: ToolAnnotations,
     ) -> Callable[[Callable[..., _T]], Callable[..., _T]]:
         def register(fn: Callable[..., _T]) -> Callable[..., _T]:
             server.add_tool(
@@ -163,9 +187,29 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
             "(or to override the known window).",
         ),
     ]
+    Include = Annotated[
+        bool,
+        Field(description="false: the decision and the report alone, without the messages."),
+    ]
+    Offset = Annotated[
+        int,
+        Field(ge=0, description="The first fitted message to return (for the next page)."),
+    ]
+    Limit = Annotated[
+        int | None,
+        Field(ge=1, description="At most this many messages (default: as many as fit)."),
+    ]
+    AnswerTokens = Annotated[
+        int,
+        Field(
+            ge=1_000,
+            description="The answer's size cap in tokens (about; default 20000, under what "
+            "clients accept); past it the messages are paged (see 'page').",
+        ),
+    ]
 
     @tool(read_only)
-    def model_context_window(model: Model) -> dict[str, Any]:
+    def model_context_window(model: Model) -> Annotated[CallToolResult, out.WindowInfo]:
         """The context window of a model: total window, input cap, max output tokens,
         tokenizer, and where the facts come from. Unknown names fail with close matches."""
         return call(tools.model_context_window, model)
@@ -181,7 +225,7 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
         limit: Annotated[
             int, Field(ge=1, le=1000, description="At most this many models (count says all).")
         ] = 50,
-    ) -> dict[str, Any]:
+    ) -> Annotated[CallToolResult, out.ModelList]:
         """Known models with their windows, sorted by name; 'count' is the number that matched
         and 'truncated' says whether 'limit' cut the list."""
         return call(tools.list_known_models, query, provider, limit)
@@ -194,12 +238,18 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
         reserve_output_tokens: Reserve = None,
         query: Query = None,
         context_window: Window = None,
-    ) -> dict[str, Any]:
+        include_messages: Include = True,
+        offset: Offset = 0,
+        limit: Limit = None,
+        max_answer_tokens: AnswerTokens = DEFAULT_ANSWER_TOKENS,
+    ) -> Annotated[CallToolResult, out.MigrateAnswer]:
         """Fit a conversation to target_model's input budget. If it fits it comes back
-        unchanged (decision 'fits'); otherwise it is compressed (decision 'compressed') and never
-        exceeds the budget; tool calls stay with their results. Returns the decision,
-        tokens_before, tokens_after, budget, the full report (what was dropped or summarized)
-        and the messages to send, in OpenAI chat format."""
+        unchanged (decision 'fits'; what a model would reject, such as a tool call without its
+        result, is left out and said in report.notes); otherwise it is compressed (decision
+        'compressed') and never exceeds the budget; tool calls stay with their results.
+        Returns the decision, tokens_before, tokens_after, budget, the report (what was
+        dropped or summarized) and the messages to send, in OpenAI chat format, paged to stay
+        under max_answer_tokens ('page' says how to get the rest)."""
         return call(
             tools.migrate_session,
             messages_json,
@@ -208,21 +258,41 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
             reserve_output_tokens,
             query,
             context_window,
+            include_messages,
+            offset,
+            limit,
+            max_answer_tokens,
         )
 
-    @tool(ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def session_append(
         session_id: SessionId,
         messages_json: Messages,
         workspace: Annotated[
-            str, Field(min_length=1, description="Workspace of a new session.")
-        ] = "default",
-    ) -> dict[str, Any]:
+            str | None,
+            Field(
+                min_length=1,
+                description="The workspace of a new session (default 'default'); an existing "
+                "session's must match.",
+            ),
+        ] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                description="Names this batch: sending the same batch again with the same key "
+                "stores nothing twice. Without it, messages without an 'id' are always appended.",
+            ),
+        ] = None,
+    ) -> Annotated[CallToolResult, out.AppendAnswer]:
         """Append messages to a stored session (created on first append). Messages with an
-        'id' already stored are skipped, so retrying is safe. The full log is kept."""
-        return call(tools.session_append, session_id, messages_json, workspace)
+        'id' already stored are skipped; messages without one are always appended unless
+        idempotency_key names the batch, so a retry with the same key is safe. The full log
+        is kept."""
+        return call(tools.session_append, session_id, messages_json, workspace, idempotency_key)
 
-    @tool()
+    # writes the rolling summary and the migration log; the same call gives the same answer
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
     def session_context(
         session_id: SessionId,
         model: Model,
@@ -230,10 +300,15 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
         query: Query = None,
         reserve_output_tokens: Reserve = None,
         context_window: Window = None,
-    ) -> dict[str, Any]:
-        """A stored session fitted to a model: the messages to send (OpenAI format) and the
-        report. The stored log is not changed; a rolling summary and the switch of model are
-        recorded in the store."""
+        include_messages: Include = True,
+        offset: Offset = 0,
+        limit: Limit = None,
+        max_answer_tokens: AnswerTokens = DEFAULT_ANSWER_TOKENS,
+    ) -> Annotated[CallToolResult, out.ContextAnswer]:
+        """A stored session fitted to a model: the report and the messages to send (OpenAI
+        format), paged to stay under max_answer_tokens ('page' says how to get the rest;
+        include_messages=false gives the report alone). The stored log is not changed; a
+        rolling summary and the switch of model are recorded in the store."""
         return call(
             tools.session_context,
             session_id,
@@ -242,12 +317,16 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
             query,
             reserve_output_tokens,
             context_window,
+            include_messages,
+            offset,
+            limit,
+            max_answer_tokens,
         )
 
     @tool(read_only)
     def session_usage(
         session_id: SessionId, model: Model, context_window: Window = None
-    ) -> dict[str, Any]:
+    ) -> Annotated[CallToolResult, out.UsageAnswer]:
         """How much of a model's input budget a stored session takes: tokens, budget, share,
         whether it fits, and whether the count is exact."""
         return call(tools.session_usage, session_id, model, context_window)
@@ -257,12 +336,85 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
         workspace: Annotated[
             str | None, Field(description="Only this workspace (default: every workspace).")
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> Annotated[CallToolResult, out.SessionList]:
         """The stored sessions: id, workspace, message count, creation and last update time,
         metadata."""
         return call(tools.session_list, workspace)
 
     return server
+
+
+def summary(tool: str, data: dict[str, Any]) -> str:
+    """The one line of text beside a tool's structured answer (which carries everything)."""
+    if "decision" in data:
+        page = data.get("page") or {}
+        line = (
+            f"{data['decision']}: {data['tokens_before']:,} -> {data['tokens_after']:,} tokens "
+            f"(budget {data['budget']:,}); messages {page.get('returned', 0)} of "
+            f"{page.get('total', 0)}"
+        )
+        return f"{line}; {page['hint']}" if page.get("hint") else line
+    if "appended" in data:
+        return (
+            f"appended {data['appended']} of {data['received']} message(s) to "
+            f"{data['session_id']!r} ({data['message_count']} stored)"
+        )
+    if "share" in data:
+        return (
+            f"{data['tokens']:,} of {data['budget']:,} tokens ({data['share']:.0%}); "
+            f"{'fits' if data['fits'] else 'does not fit'}"
+        )
+    if "models" in data:
+        return f"{data['returned']} of {data['count']} model(s)"
+    if "sessions" in data:
+        return f"{data['count']} session(s)"
+    if "context_window" in data:
+        return (
+            f"{data['name']}: window {data['context_window']:,}, input "
+            f"{data['max_input_tokens']:,}, output {data['max_output_tokens']:,}"
+        )
+    return tool
+
+
+def argument_problems(tool: str, errors: Sequence[Mapping[str, Any]]) -> str:
+    """What is wrong with a tool's arguments and what to pass instead, one sentence each."""
+    problems: list[str] = []
+    for error in errors:
+        loc = [str(p) for p in error.get("loc", ()) if not str(p).startswith("function-")]
+        name = loc[0] if loc else "arguments"
+        kind = str(error.get("type", ""))
+        given = error.get("input")
+        if kind == "missing":
+            problems.append(f"'{name}' is required")
+            continue
+        shown = json.dumps(given, default=str)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        expected = _EXPECTED.get(kind, str(error.get("msg", "a different value")).lower())
+        ctx = error.get("ctx") or {}
+        if kind == "literal_error" and "expected" in ctx:
+            expected = f"one of {ctx['expected']}"
+        for bound, words in (("ge", "at least"), ("le", "at most"), ("min_length", "min")):
+            if bound in ctx:
+                expected += f" ({words} {ctx[bound]})"
+        problems.append(f"'{name}' must be {expected}, got {shown}")
+    unique = list(dict.fromkeys(problems))
+    return f"{tool}: {'; '.join(unique)}. See the tool's input schema for every argument's type."
+
+
+_EXPECTED = {
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "literal_error": "one of the listed values",
+    "greater_than_equal": "a number",
+    "less_than_equal": "a number",
+    "string_too_short": "a non-empty string",
+    "list_type": "a list",
+    "dict_type": "an object",
+}
 
 
 def run_stdio(store: str | None = None) -> None:

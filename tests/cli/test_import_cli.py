@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from session_migrator.store import open_store
 FIXTURES = Path(__file__).parents[1] / "importers" / "fixtures"
 CODEX = FIXTURES / "codex"
 CLAUDE = FIXTURES / "claude_code"
+CLAUDE_2X = FIXTURES / "claude_code_2x"
 CLAUDE_SID = "5b1c9e2a-7d4f-4c3b-9a8e-1f2d3c4b5a69"
 CLAUDE_FILE = CLAUDE / "-home-dev-shop" / f"{CLAUDE_SID}.jsonl"
 
@@ -237,3 +239,55 @@ def test_python_dash_m_in_a_subprocess(tmp_path: Path) -> None:
     data = json.loads(proc.stdout)
     assert data["totals"]["sessions"] == 3
     assert (tmp_path / "home" / "sessions.db").exists()
+
+
+def test_sessions_are_counted_by_id_not_by_file(
+    tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a project folder: a session, an older copy of it, and its two sub-agent transcripts
+    project = tmp_path / "-home-dev-api"
+    shutil.copytree(CLAUDE_2X / "-home-dev-api", project)
+    sid = "7e1f3a20-5c4b-4d8e-9f10-2a3b4c5d6e7f"
+    lines = (project / f"{sid}.jsonl").read_text().splitlines(keepends=True)
+    (project / "copy-of-session.jsonl").write_text("".join(lines[:4]))
+    assert main(["import", "claude-code", str(project), "--store", store_url, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["totals"]["files"] == 4
+    assert data["totals"]["sessions"] == 3
+    (copy,) = [f for f in data["files"] if f["path"].endswith("copy-of-session.jsonl")]
+    assert copy["session_id"] == sid
+    assert copy["appended"] == 0  # an older copy, imported after the session: nothing changes
+    agents = [f for f in data["files"] if f["parent_session_id"] == sid]
+    assert sorted(f["session_id"] for f in agents) == [
+        f"{sid}/agent-a4e80a2",
+        f"{sid}/agent-b71c9d0",
+    ]
+    with open_store(store_url) as store:
+        ids = {s.id for s in store.list_sessions()}
+    assert ids == {sid, f"{sid}/agent-a4e80a2", f"{sid}/agent-b71c9d0"}
+    assert main(["import", "claude-code", str(project), "--store", store_url]) == 0
+    assert "imported 3 session(s)" in capsys.readouterr().out
+
+
+def test_an_imported_session_exported_as_markdown(
+    tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sid = "019c4e2a-8b71-7d30-a5f2-6c1e9d0b3a47"
+    assert main(["import", "codex", str(FIXTURES / "codex_current"), "--store", store_url]) == 0
+    capsys.readouterr()
+    out = tmp_path / "MEMORY.md"
+    args = ["sessions", "export", sid, "--store", store_url, "--format", "markdown"]
+    assert main([*args, "-o", str(out), "--max-chars", "600"]) == 0
+    assert f"wrote the memory document of session '{sid}'" in capsys.readouterr().out
+    doc = out.read_text(encoding="utf-8")
+    assert doc.startswith("# Invoice totals are off by a cent.")
+    assert len(doc) <= 600
+    assert main(args) == 0  # to stdout, the default size
+    whole = capsys.readouterr().out
+    assert "## Files touched" in whole
+    assert "- `src/totals.py`: mentioned" in whole
+    assert len(whole) > len(doc)
+    assert main([*args[:-1], "openai", "--max-chars", "600"]) == 2
+    assert "these shape --format markdown; add it" in capsys.readouterr().err
+    assert main([*args, "--summarizer-model", "m"]) == 2
+    assert "these configure --summarizer openai; add it" in capsys.readouterr().err

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_migrator import BudgetError, Message, SessionFitter, ToolCall, migrate
-from session_migrator._extractive import _score, _score_all
+from session_migrator._bm25 import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
 from session_migrator._fit import Ledger, build_units
-from session_migrator._recall import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
 from session_migrator._rules import chat_rule_violations
+from session_migrator._sentences import _score, _score_all
 from session_migrator._tokens import (
     EstimatingCounter,
     TiktokenCounter,
@@ -244,9 +244,11 @@ def _check_fit(messages: list[Message], got: object, budget: int) -> None:
     total = counter.count_messages(got.messages)
     assert total <= budget
     assert report.tokens_after == total
-    if report.decision == "fits":  # moved as is (a call still waiting for results included)
-        left_out = set(report.dropped_ids)  # but for tool pairs broken for good
-        assert [m.id for m in got.messages] == [m.id for m in messages if m.id not in left_out]
+    if report.decision == "fits":  # moved as is, but for what a model rejects (reported):
+        left_out = set(report.dropped_ids)  # broken tool pairs, what precedes the first user
+        kept = [m for m in messages if m.id not in left_out]  # message; system messages first
+        expected = [m for m in kept if m.role == "system"] + [m for m in kept if m.role != "system"]
+        assert [m.id for m in got.messages] == [m.id for m in expected]
         return
     assert chat_rule_violations(got.messages) == []
     newest_user = next(m.id for m in reversed(messages) if m.role == "user")

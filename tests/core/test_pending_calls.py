@@ -1,4 +1,4 @@
-"""``SessionFitter.fit(pending_calls=True)``: a trailing tool call whose results are the next
+"""``SessionFitter.fit(pending_tool_calls="keep")``: a trailing tool call whose results are the next
 input is kept with the newest turn when the log is cut (without it, it is left out)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def log() -> list[Message]:
 def test_a_pending_call_is_kept_when_the_log_is_cut() -> None:
     fitter = SessionFitter("s", store="memory://")
     fitter.append(log())
-    kept = fitter.fit(WINDOW, pending_calls=True)
+    kept = fitter.fit(WINDOW, pending_tool_calls="keep")
     assert kept.report.decision == "compressed"
     assert kept.messages[-1].tool_calls[0].id == "call-7"
     assert kept.messages[-2].text == "Where is order 7?"

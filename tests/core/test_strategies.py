@@ -170,7 +170,7 @@ def test_orphan_and_unanswered_tool_messages_are_left_out_and_reported() -> None
 
 def test_a_conversation_that_fits_is_sent_without_its_broken_tool_pairs() -> None:
     # e.g. an assistant tool call deleted from the store, its result left behind: a model would
-    # reject the result; the newest call, still waiting for its results, stays
+    # reject the result; the newest call, still waiting for its results, stays when asked
     messages = [
         Message("user", "hi", id="u0"),
         Message("tool", "stray result", tool_call_id="nobody", id="orphan"),
@@ -180,8 +180,8 @@ def test_a_conversation_that_fits_is_sent_without_its_broken_tool_pairs() -> Non
         Message("tool", "one of two", tool_call_id="c2", id="r2"),
     ]
     for fitted in (
-        migrate(messages, window(10_000)),
-        _fitter_fit(messages, window(10_000)),
+        migrate(messages, window(10_000), pending_tool_calls="keep"),
+        _fitter_fit(messages, window(10_000), pending_tool_calls="keep"),
     ):
         report = fitted.report
         assert report.decision == "fits"
@@ -192,15 +192,15 @@ def test_a_conversation_that_fits_is_sent_without_its_broken_tool_pairs() -> Non
         assert report.messages_after == 4
         assert chat_rule_violations(fitted.messages[:2]) == []
     whole = [m for m in messages if m.id not in ("orphan", "unanswered")]
-    assert migrate(whole, window(10_000)).messages == whole  # nothing broken: moved as is
+    assert migrate(whole, window(10_000), pending_tool_calls="keep").messages == whole  # as is
 
 
-def _fitter_fit(messages: list[Message], target: ModelWindow) -> object:
+def _fitter_fit(messages: list[Message], target: ModelWindow, **options: Any) -> object:
     from session_migrator import SessionFitter
 
     fitter = SessionFitter(f"f{uuid.uuid4()}", store="memory://", strategy="trim")
     fitter.append(messages)
-    return fitter.fit(target)
+    return fitter.fit(target, **options)
 
 
 def test_a_compressed_result_opens_with_a_user_message_after_the_system_prompt() -> None:

@@ -104,7 +104,7 @@ def test_a_codex_file_is_refused_with_a_hint(fixtures: Path) -> None:
         import_claude_code(codex)
 
 
-def test_sidechain_only_file_gives_an_empty_session(tmp_path: Path) -> None:
+def test_a_sidechain_only_file_is_a_sub_agent_session(tmp_path: Path) -> None:
     entry = {
         "type": "user",
         "isSidechain": True,
@@ -116,9 +116,10 @@ def test_sidechain_only_file_gives_an_empty_session(tmp_path: Path) -> None:
     path = tmp_path / "agent-1.jsonl"
     path.write_text(json.dumps(entry) + "\n")
     result = import_claude_code(path)
-    assert result.session.messages == ()
-    assert result.skipped == {"sidechain": 1}
-    assert "no messages in this session" in result.warnings
+    assert [m.text for m in result.session.messages] == ["task"]
+    assert result.session.id == "s/agent-1"  # no agentId: the file name's
+    assert result.session.metadata["parent_session_id"] == "s"
+    assert result.skipped == {}
 
 
 def test_compaction_boundary_keeps_the_history_before_it(tmp_path: Path) -> None:

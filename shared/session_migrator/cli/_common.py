@@ -11,6 +11,7 @@ from typing import Any
 
 from session_migrator._errors import InvalidMessageError
 from session_migrator._messages import Message, messages_from_openai
+from session_migrator._nesting import MAX_NESTING
 
 
 class CliError(Exception):
@@ -22,6 +23,12 @@ class CliError(Exception):
 UNKNOWN_MODEL_REMEDY = (
     "Pass --context-window N (its window in tokens), or add it to the JSON/TOML file named by "
     "SESSION_MIGRATOR_MODELS."
+)
+
+
+#: What a JSON text nested beyond what the parser takes gets.
+TOO_DEEP = (
+    f"nested too deeply to read (a message may nest at most {MAX_NESTING} levels); flatten it"
 )
 
 
@@ -125,7 +132,22 @@ def read_messages_file(path: str) -> list[Message]:
         raise CliError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except RecursionError:
+        raise CliError(f"{path}: {TOO_DEEP}") from None
     try:
         return messages_from_openai(data)
     except InvalidMessageError as exc:
         raise CliError(f"{path}: {exc}") from None
+
+
+def write_text(output: str, text: str) -> bool:
+    """Write ``text`` to the file ``output``, or to stdout for ``-`` (then ``True``: nothing more
+    should be printed there); a file that cannot be written is a :class:`CliError`."""
+    if output == "-":
+        sys.stdout.write(text)
+        return True
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{output}: {exc.strerror}") from None
+    return False

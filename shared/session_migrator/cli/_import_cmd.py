@@ -37,10 +37,12 @@ def register(sub: Any) -> None:
         "import",
         help="import Codex or Claude Code session files into the store",
         description=(
-            "Import Codex rollout files (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) or Claude "
-            "Code sessions (~/.claude/projects/<project>/<session>.jsonl). PATH is a file or a "
-            "directory searched recursively. Tool calls stay paired with their results; damaged "
-            "lines are skipped and counted."
+            "Import Codex rollout files (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl, and any "
+            ".jsonl whose first line is a session_meta) or Claude Code sessions "
+            "(~/.claude/projects/<project>/<session>.jsonl; sub-agent transcripts under "
+            "<session>/subagents/ become sessions of their own). PATH is a file or a directory "
+            "searched recursively. Tool calls stay paired with their results; damaged lines are "
+            "skipped and counted; sessions are counted by id."
         ),
     )
     p.add_argument("format", choices=tuple(FORMATS), metavar="{codex,claude-code}")
@@ -219,7 +221,9 @@ def _report(
     results = outcome.results
     totals = {
         "files": len(results) + len(outcome.failed),
-        "sessions": sum(1 for r, _ in results if r.session.messages),
+        "sessions": len(
+            {(r.session.workspace, r.session.id) for r, _ in results if r.session.messages}
+        ),
         "messages": sum(len(r.session.messages) for r, _ in results),
         "appended": sum(a or 0 for _, a in results) if store is not None else None,
         "skipped": sum(sum(r.skipped.values()) for r, _ in results),

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from session_migrator._messages import messages_to_openai
+from session_migrator._redact import redact_secrets
 from session_migrator._strategies import STRATEGIES
 from session_migrator.cli._common import (
     CliError,
@@ -18,6 +18,7 @@ from session_migrator.cli._common import (
     read_messages_file,
     table,
 )
+from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
 
 
 def register(sub: Any) -> None:
@@ -26,7 +27,8 @@ def register(sub: Any) -> None:
         help="fit a conversation (OpenAI-format JSON) to a model's context window",
         description=(
             "Read OpenAI-format messages from FILE ('-' for stdin), fit them to MODEL's input "
-            "budget, print the report, and write the migrated messages with -o."
+            "budget, print the report, and write the migrated messages with -o (-o - writes "
+            "them to standard output and the report to standard error)."
         ),
     )
     p.add_argument("file", metavar="FILE")
@@ -43,24 +45,15 @@ def register(sub: Any) -> None:
         "--query", metavar="TEXT", help="what recall looks for (default: the last user message)"
     )
     add_window_option(p, "--to")
-    p.add_argument(
-        "--summarizer",
+    add_summarizer_options(
+        p,
         choices=("extractive", "openai"),
         default="extractive",
         help="'openai' calls an OpenAI-compatible API (needs OPENAI_API_KEY or DEEPSEEK_API_KEY)",
     )
-    p.add_argument("--summarizer-model", metavar="M", help="the model that summarizes")
     p.add_argument(
-        "--summarizer-base-url",
-        metavar="URL",
-        help="an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 (Ollama; no key needed)",
+        "-o", "--output", metavar="OUT", help="write the migrated messages here ('-': stdout)"
     )
-    p.add_argument(
-        "--summarizer-api-key-env",
-        metavar="VAR",
-        help="read the summarizer's key from this environment variable",
-    )
-    p.add_argument("-o", "--output", metavar="OUT", help="write the migrated messages here")
     p.add_argument("--json", action="store_true", help="print the report and messages as JSON")
     p.set_defaults(handler=run_migrate)
 
@@ -72,32 +65,17 @@ def register(sub: Any) -> None:
 
 def run_migrate(args: argparse.Namespace) -> int:
     from session_migrator._migrate import migrate, resolve_target
-    from session_migrator._summarizers import OpenAISummarizer, Summarizer
 
+    to_stdout = args.output == "-"
+    if to_stdout and args.json:
+        raise CliError("-o - and --json both write to standard output; use one of them")
     messages = read_messages_file(args.file)
     if not messages:
         raise CliError(f"{args.file}: no messages to migrate")
     if args.reserve_output is not None and args.reserve_output < 0:
         raise CliError("--reserve-output must not be negative")
     target = resolve_target(args.model, context_window=args.context_window)
-    summarizer: Summarizer | None = None
-    options = {
-        "--summarizer-model": args.summarizer_model,
-        "--summarizer-base-url": args.summarizer_base_url,
-        "--summarizer-api-key-env": args.summarizer_api_key_env,
-    }
-    if args.summarizer != "openai" and any(v is not None for v in options.values()):
-        given = ", ".join(k for k, v in options.items() if v is not None)
-        raise CliError(f"{given}: these configure --summarizer openai; add it")
-    if args.summarizer == "openai":
-        key: str | None = None
-        if args.summarizer_api_key_env:
-            key = os.environ.get(args.summarizer_api_key_env) or None
-            if key is None:
-                raise CliError(f"the environment variable {args.summarizer_api_key_env} is not set")
-        summarizer = OpenAISummarizer(
-            args.summarizer_model, base_url=args.summarizer_base_url, api_key=key
-        )
+    summarizer = summarizer_from_args(args)
     result = migrate(
         messages,
         target,
@@ -107,7 +85,9 @@ def run_migrate(args: argparse.Namespace) -> int:
         reserve_output=args.reserve_output,
     )
     out_messages = messages_to_openai(result.messages)
-    if args.output:
+    if to_stdout:
+        sys.stdout.write(json_text(out_messages))
+    elif args.output:
         try:
             Path(args.output).write_text(json_text(out_messages), encoding="utf-8")
         except OSError as exc:
@@ -138,10 +118,13 @@ def run_migrate(args: argparse.Namespace) -> int:
         ["cut inside", len(rep.truncated_ids)],
         ["time", f"{rep.seconds * 1000:.1f} ms"],
     ]
-    print(table(["", ""], rows))
+    report_out = sys.stderr if to_stdout else sys.stdout
+    print(table(["", ""], rows), file=report_out)
     for line in rep.fallbacks + rep.notes:
-        print(f"note: {line}")
-    if args.output:
+        print(f"note: {redact_secrets(line)}", file=report_out)
+    if to_stdout:
+        print(f"wrote {len(out_messages)} messages to standard output", file=report_out)
+    elif args.output:
         print(f"wrote {len(out_messages)} messages to {args.output}")
     else:
         print("(write the migrated messages with -o OUT, or print everything with --json)")

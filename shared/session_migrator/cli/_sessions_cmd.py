@@ -3,7 +3,8 @@
 Every sub-command takes ``--store URL`` (default: ``SESSION_MIGRATOR_STORE``, else the embedded
 SQLite store) and ``--json``. Exports are OpenAI-format JSON by default, which
 ``sessions import`` reads back; ``--format native`` writes the store's own lossless layout
-(also read by ``import``), for messages that the OpenAI format cannot carry exactly.
+(also read by ``import``), for messages that the OpenAI format cannot carry exactly;
+``--format markdown`` a memory document for an agent to read (see ``_markdown_cmd``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,19 @@ from typing import Any
 from session_migrator._errors import InvalidMessageError, SessionNotFoundError
 from session_migrator._messages import Message, messages_from_openai
 from session_migrator._strategies import STRATEGIES
-from session_migrator.cli._common import CliError, add_window_option, json_text, print_json, table
+from session_migrator.cli._common import (
+    CliError,
+    add_window_option,
+    json_text,
+    print_json,
+    table,
+    write_text,
+)
+from session_migrator.cli._markdown_cmd import (
+    add_markdown_options,
+    check_markdown_options,
+    run_markdown_export,
+)
 from session_migrator.store import BaseSessionStore, SessionInfo, _codec, open_store
 
 NATIVE_KEY = "session_migrator_export"
@@ -60,20 +73,28 @@ def register(sub: Any) -> None:
     a.add_argument("--full", action="store_true", help="show offloaded tool outputs in full")
     a.add_argument("--tail", type=int, metavar="N", help="only the last N messages")
 
-    a = action("export", "write a session's messages to a JSON file", run_export)
+    a = action("export", "write a session's messages to a JSON or Markdown file", run_export)
     a.add_argument("session_id", metavar="ID")
     a.add_argument("-o", "--output", metavar="FILE", default="-", help="(default: stdout)")
     a.add_argument(
         "--format",
-        choices=("openai", "native"),
+        choices=("openai", "native", "markdown"),
         default="openai",
-        help="openai: a message list (default); native: every field, exactly",
+        help="openai: a message list (default); native: every field, exactly; markdown: a "
+        "memory document (facts, decisions, files touched, open tasks) for an agent to read",
     )
+    add_markdown_options(a)
 
     a = action("import", "append the messages of a JSON file to a session", run_import)
     a.add_argument("file", metavar="FILE", help="OpenAI-format message list, or a native export")
     a.add_argument("--session-id", metavar="ID", help="(default: a native export's own)")
     a.add_argument("--workspace", metavar="W", help="for a new session (default: default)")
+    a.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="name this batch: importing the same file again with the same KEY stores nothing "
+        "new (without it, messages without an id are always appended)",
+    )
 
     a = action("delete", "delete a session, or some of its messages", run_delete)
     a.add_argument("session_id", metavar="ID")
@@ -269,6 +290,9 @@ def _print_usage(u: Any, report: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    check_markdown_options(args)
+    if args.format == "markdown":
+        return run_markdown_export(args)
     with _store(args) as store:
         info = store.get_session(args.session_id)
         if info is None:
@@ -292,14 +316,8 @@ def run_export(args: argparse.Namespace) -> int:
                 "exactly; use --format native for an exact copy",
                 file=sys.stderr,
             )
-    text = json_text(data)
-    if args.output == "-":
-        sys.stdout.write(text)
+    if write_text(args.output, json_text(data)):
         return 0
-    try:
-        Path(args.output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"{args.output}: {exc.strerror}") from None
     if args.json:
         print_json(
             {
@@ -368,7 +386,11 @@ def run_import(args: argparse.Namespace) -> int:
                 "append, or choose another --session-id)"
             )
         added = store.append(
-            session_id, messages, workspace=workspace, metadata=fields.get("metadata")
+            session_id,
+            messages,
+            workspace=workspace,
+            metadata=fields.get("metadata"),
+            idempotency_key=args.idempotency_key,
         )
         info = store.get_session(session_id)
     assert info is not None

@@ -12,7 +12,9 @@ source model. Damage is counted, never fatal unless nothing can be read: see ``s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from fnmatch import fnmatch
 from pathlib import Path
 
 from session_migrator._errors import ImportFormatError
@@ -35,6 +37,9 @@ Importer = Callable[..., ImportResult]
 #: Importer per format name, as the CLI spells it.
 FORMATS: dict[str, Importer] = {"codex": import_codex, "claude-code": import_claude_code}
 _PATTERNS = {"codex": "rollout-*.jsonl", "claude-code": "*.jsonl"}
+#: How much of a first line is read to see whether it is a session_meta (base instructions make
+#: it long).
+_FIRST_LINE_LIMIT = 4 << 20
 
 
 def import_file(
@@ -53,16 +58,38 @@ def import_file(
 def find_session_files(format: str, path: str | Path) -> list[Path]:
     """The session files under ``path`` (itself when it is a file), sorted by path.
 
-    Codex: ``rollout-*.jsonl`` (any ``*.jsonl`` when there is no rollout file); Claude Code: every
-    ``*.jsonl``. Raises :class:`ImportFormatError` when ``path`` does not exist.
+    Codex: ``rollout-*.jsonl`` and any other ``*.jsonl`` whose first line is a ``session_meta``
+    (an exported or renamed rollout; any ``*.jsonl`` when there is neither); Claude Code: every
+    ``*.jsonl`` (sub-agent transcripts included). Raises :class:`ImportFormatError` when ``path``
+    does not exist.
     """
     root = Path(path).expanduser()
     if root.is_file():
         return [root]
     if not root.is_dir():
         raise ImportFormatError(f"{root}: no such file or directory")
-    pattern = _PATTERNS.get(format, "*.jsonl")
-    found = sorted(p for p in root.rglob(pattern) if p.is_file())
-    if not found and pattern != "*.jsonl":
-        found = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
-    return found
+    every = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+    if format != "codex":
+        return every
+    found = [p for p in every if fnmatch(p.name, _PATTERNS["codex"]) or _starts_a_rollout(p)]
+    return found or every
+
+
+def _starts_a_rollout(path: Path) -> bool:
+    """Whether the first line of ``path`` is a Codex ``session_meta`` (or the older layout's
+    bare meta object)."""
+    try:
+        with path.open("rb") as f:
+            line = b""
+            while not line.strip():
+                line = f.readline(_FIRST_LINE_LIMIT)
+                if not line:
+                    return False
+        first = json.loads(line)
+    except (OSError, ValueError, RecursionError):
+        return False
+    if not isinstance(first, dict):
+        return False
+    if first.get("type") == "session_meta":
+        return True
+    return "type" not in first and "id" in first and "timestamp" in first

@@ -6,16 +6,26 @@ content is a string or a list of blocks: ``text``, ``tool_use`` (assistant), ``t
 each, with the same ``message.id``: they are merged back into one assistant message. A
 ``tool_result`` becomes a ``role="tool"`` message after its call (``is_error`` results start with
 ``[tool error]``). ``thinking`` blocks are skipped with a count (signed for the source model
-only); so are API error notices (``isApiErrorMessage``) and sub-agent entries (``isSidechain``).
+only); so are API error notices (``isApiErrorMessage``) and sub-agent entries (``isSidechain``)
+inside a main session file.
+
+A sub-agent transcript (``<session>/subagents/agent-<id>.jsonl``: every entry ``isSidechain``,
+with an ``agentId`` and the parent's ``sessionId``) is its own session, ``<parent>/agent-<id>``,
+with ``parent_session_id`` and ``agent_id`` in its metadata, and ``parent_tool_call_id`` (the
+parent's ``Task`` call whose result names the agent) when the parent file is beside it.
 
 Entries form a tree through ``parentUuid``: a rewind leaves the abandoned branch in the file. The
 conversation is the chain from the last message back to the root (across a ``/compact`` boundary
 through ``logicalParentUuid``, so nothing before the compaction is lost); entries off that chain are
-skipped as ``off_branch`` (tool results and blocks of the same response written on a side branch
-are kept). Files without ``uuid`` fields are read in file order. ``summary`` entries give the
-session a ``title``; ``system``, ``file-history-snapshot`` and unknown entry types are skipped
-with a count. The last response's usage (input plus cache read and cache creation tokens) is
-recorded as ``observed_input_tokens``.
+skipped as ``off_branch``. Blocks of a kept response written on a sibling branch (Claude Code 2.x
+writes parallel ``tool_use`` entries that way) are kept, and a tool result is found by its
+``tool_use_id`` wherever it sits in the tree. Files without ``uuid`` fields are read in file
+order. A ``custom-title``, ``summary`` or ``ai-title`` entry gives the session a ``title`` (in
+that order of preference; ``ai_title`` is kept too) and ``last-prompt`` a ``last_prompt``;
+``system``, ``progress``, ``file-history-snapshot``, ``queue-operation``, ``permission-mode`` and
+``mode`` entries are skipped on purpose with a count, unknown entry types with a count and a
+warning. The last response's usage (input plus cache
+read and cache creation tokens) is recorded as ``observed_input_tokens``.
 """
 
 from __future__ import annotations
@@ -28,6 +38,9 @@ from typing import Any
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Session, ToolCall
 from session_migrator.importers._common import (
+    LAST_ENTRY_KEY,
+    SHAPE_ERRORS,
+    TIMESTAMPS_KEY,
     Conversation,
     ImportResult,
     Record,
@@ -46,7 +59,23 @@ __all__ = ["import_claude_code"]
 
 FORMAT = "claude-code"
 _MESSAGE_TYPES = {"user", "assistant"}
-_IGNORED_TYPES = {"system", "file-history-snapshot", "queue-operation"}
+#: Entry types skipped on purpose (counted, no warning): UI and tool-progress events, file
+#: backups, permission modes, queued input (which reappears as the user entry).
+_IGNORED_TYPES = {
+    "system",
+    "file-history-snapshot",
+    "queue-operation",
+    "progress",
+    "permission-mode",
+    "mode",
+}
+#: Entry types whose text is kept as session metadata: type -> (field, metadata key).
+_METADATA_TYPES = {
+    "summary": ("summary", "summary_title"),
+    "ai-title": ("aiTitle", "ai_title"),
+    "custom-title": ("customTitle", "custom_title"),
+    "last-prompt": ("lastPrompt", "last_prompt"),
+}
 _SYNTHETIC_MODEL = "<synthetic>"
 
 
@@ -66,7 +95,7 @@ def import_claude_code(
     stats = Stats()
     records, nlines = read_jsonl(path, stats, format_name="Claude Code session")
     entries = [r for r in records if _is_message(r.data)]
-    if not entries and not any(r.data.get("type") == "summary" for r in records):
+    if not entries and not any(r.data.get("type") in _METADATA_TYPES for r in records):
         raise ImportFormatError(
             f"{path}: line {records[0].line}: no Claude Code user/assistant entries found; is it "
             "a Codex rollout? Try `session-migrator import codex`."
@@ -74,16 +103,27 @@ def import_claude_code(
     source_id = next(
         (r.data["sessionId"] for r in records if isinstance(r.data.get("sessionId"), str)), None
     )
-    sid = session_id or source_id or path.stem
+    agent = _agent_id(entries, path)
+    if agent is None:
+        sid = session_id or source_id or path.stem
+    else:  # a sub-agent transcript: its own session, named after its parent
+        sid = session_id or (f"{source_id}/agent-{agent}" if source_id else f"agent-{agent}")
     reader = _Reader(stats, key=sid)
     with file_refused_if_odd(path):
         reader.scan(records)
-        for rec in _select(entries, records, stats):
+        for rec in _select(entries, records, stats, sub_agent=agent is not None):
             with line_skipped_if_odd(stats, rec):
                 reader.entry(rec)
         reader.flush()
         messages = reader.conversation.build()
         metadata = reader.metadata(path, source_id)
+        if times := reader.conversation.timestamps(messages):
+            metadata[TIMESTAMPS_KEY] = times
+    if agent is not None:
+        metadata.update(parent_session_id=source_id, agent_id=agent)
+        call = _spawning_call(path, source_id, agent)
+        if call is not None:
+            metadata["parent_tool_call_id"] = call
     if not messages:
         stats.warnings.append("no messages in this session")
     return ImportResult(
@@ -110,13 +150,55 @@ def _uuid(rec: Record) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _select(entries: list[Record], records: list[Record], stats: Stats) -> list[Record]:
-    """The message entries of the active conversation, in file order."""
+def _agent_id(entries: list[Record], path: Path) -> str | None:
+    """The sub-agent's id when every message entry is a sidechain (a sub-agent transcript, such
+    as ``<session>/subagents/agent-<id>.jsonl``), else ``None``."""
+    if not entries or any(r.data.get("isSidechain") is not True for r in entries):
+        return None
+    found = next((a for r in entries if isinstance(a := r.data.get("agentId"), str) and a), None)
+    if found is not None:
+        return found
+    return path.stem.removeprefix("agent-")
+
+
+def _spawning_call(path: Path, parent_id: str | None, agent: str) -> str | None:
+    """The id of the parent session's tool call (``Task``) that started sub-agent ``agent``: its
+    result names the agent (``agentId: <id>``). The parent file is ``<parent>.jsonl`` beside the
+    ``<parent>/subagents/`` folder; ``None`` when it is not there or does not say."""
+    if parent_id is None or path.parent.name != "subagents":
+        return None
+    parent = path.parent.parent.with_name(f"{parent_id}.jsonl")
+    try:
+        data = parent.read_bytes()
+    except OSError:
+        return None
+    needles = (f"agentId: {agent}".encode(), f'"agentId":"{agent}"'.encode())
+    for line in data.splitlines():
+        if b"tool_result" not in line or not any(n in line for n in needles):
+            continue
+        try:
+            entry = json.loads(line)
+            blocks = entry["message"]["content"]
+            return next(
+                str(b["tool_use_id"])
+                for b in blocks
+                if isinstance(b, Mapping) and b.get("type") == "tool_result"
+            )
+        except (ValueError, *SHAPE_ERRORS, StopIteration):
+            continue
+    return None
+
+
+def _select(
+    entries: list[Record], records: list[Record], stats: Stats, *, sub_agent: bool = False
+) -> list[Record]:
+    """The message entries of the active conversation, in file order (a sub-agent transcript's
+    own sidechain entries included)."""
     live: list[Record] = []
     seen: set[str] = set()
     for rec in entries:
         uid = _uuid(rec)
-        if rec.data.get("isSidechain") is True:
+        if rec.data.get("isSidechain") is True and not sub_agent:
             stats.skip("sidechain")
         elif uid is not None and uid in seen:
             stats.skip("duplicate_entry")
@@ -143,16 +225,16 @@ def _select(entries: list[Record], records: list[Record], stats: Stats) -> list[
                 f"entry {uid} names a parent {parent} that is not in the file; the conversation "
                 "starts after it"
             )
-    on_chain = [r for r in live if _uuid(r) in chain]
-    response_ids = {_response_id(r) for r in on_chain} - {None}
-    calls = {c for r in on_chain for c in _blocks_of(r, "tool_use", "id")}
-    answered = {c for r in on_chain for c in _blocks_of(r, "tool_result", "tool_use_id")}
+    response_ids = {_response_id(r) for r in live if _uuid(r) in chain} - {None}
+    # a response's blocks (parallel tool calls) may sit on sibling branches: all of them belong
+    responses = [r for r in live if _uuid(r) in chain or _response_id(r) in response_ids]
+    calls = {c for r in responses for c in _blocks_of(r, "tool_use", "id")}
+    answered = {c for r in responses for c in _blocks_of(r, "tool_result", "tool_use_id")}
+    in_responses = {id(r) for r in responses}
     kept: list[Record] = []
     for rec in live:
-        if _uuid(rec) in chain:
-            kept.append(rec)
-        elif _response_id(rec) in response_ids or _answers_only(rec, calls - answered):
-            kept.append(rec)  # a block of a kept response, or a result written on a side branch
+        if id(rec) in in_responses or _answers_only(rec, calls - answered):
+            kept.append(rec)  # results are found by tool_use_id wherever they sit in the tree
         else:
             stats.skip("off_branch")
     if stats.skipped["off_branch"]:
@@ -197,7 +279,7 @@ class _Reader:
         self.conversation = Conversation(stats, id_prefix="cc", key=key)
         self.models: list[str] = []
         self.observed: int | None = None
-        self.title: str | None = None
+        self.texts: dict[str, str] = {}  # the last of each _METADATA_TYPES entry
         self.facts: dict[str, str] = {}
         self._key = key
         self._unknown: set[str] = set()
@@ -215,13 +297,15 @@ class _Reader:
             ):
                 if isinstance(data.get(key), str) and data[key]:
                     self.facts[name] = data[key]
-            if isinstance(data.get("timestamp"), str):
+            if isinstance(data.get("timestamp"), str) and data["timestamp"]:
                 self.facts.setdefault("started_at", data["timestamp"])
+                self.facts[LAST_ENTRY_KEY] = data["timestamp"]
             if _is_message(data):
                 continue
-            if kind == "summary":
-                if isinstance(data.get("summary"), str):
-                    self.title = data["summary"]
+            if isinstance(kind, str) and kind in _METADATA_TYPES:
+                field, key = _METADATA_TYPES[kind]
+                if isinstance(data.get(field), str) and data[field].strip():
+                    self.texts[key] = data[field]
             elif isinstance(kind, str) and kind in _IGNORED_TYPES:
                 self.stats.skip(kind)
             else:
@@ -260,6 +344,7 @@ class _Reader:
         if self._pending is None or response_id is None or self._pending[0] != response_id:
             self.flush()
             self._pending = (response_id, self._id(rec), [], [])
+            self.conversation.stamp(self._pending[1], rec)
         _, _, texts, calls = self._pending
         model = message.get("model")
         if isinstance(model, str) and model:
@@ -297,6 +382,7 @@ class _Reader:
         conv = self.conversation
         if isinstance(content, str):
             conv.message("user", content, id=self._id(rec))
+            conv.stamp(self._id(rec), rec)
             return
         parts: list[ContentPart] = []
         for block in content if isinstance(content, list) else ():
@@ -307,6 +393,7 @@ class _Reader:
                 if block.get("is_error") is True:
                     text = f"[tool error] {text}"
                 conv.tool_output(call_id, text, id=conv.result_id(call_id))
+                conv.stamp(conv.result_id(call_id), rec)
             elif btype == "text" and isinstance(block.get("text"), str):
                 parts.append(text_part(block["text"]))
             elif btype == "image" and (url := _image_url(block.get("source"))) is not None:
@@ -315,6 +402,7 @@ class _Reader:
                 self.stats.skip(f"content:{btype}")
         if parts:
             conv.message("user", text_or_parts(parts), id=self._id(rec))
+            conv.stamp(self._id(rec), rec)
 
     def metadata(self, path: Path, source_id: str | None) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -327,9 +415,15 @@ class _Reader:
         }
         if len(self.models) > 1:
             out["source_models"] = list(self.models)
-        if self.title is not None:
-            out["title"] = self.title
-        for name in ("cli_version", "git_branch", "started_at"):
+        texts = self.texts
+        # the user's own title, else the summary Claude Code wrote, else its generated title
+        title = texts.get("custom_title") or texts.get("summary_title") or texts.get("ai_title")
+        if title is not None:
+            out["title"] = title
+        for key in ("ai_title", "last_prompt"):
+            if key in texts:
+                out[key] = texts[key]
+        for name in ("cli_version", "git_branch", "started_at", LAST_ENTRY_KEY):
             if name in self.facts:
                 out[name] = self.facts[name]
         return out

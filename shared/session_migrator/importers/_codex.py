@@ -9,7 +9,11 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}``:
   ``local_shell_call`` and their ``*_output`` results, paired by ``call_id``. ``reasoning`` items
   are skipped with a count: they are encrypted or summarised for the source model only and mean
   nothing to another model. ``web_search_call`` has no result in the file: skipped with a count;
-- ``event_msg``: UI events. ``token_count`` is read (its last ``input_tokens`` is the input the
+  so are ``ghost_snapshot`` (the harness's undo commits), ``compaction`` (encrypted for the source
+  model) and ``image_generation_call`` items;
+- ``event_msg``: UI events. A ``user_message`` whose prompt no ``response_item`` user message of
+  its turn holds (Codex Desktop writes some prompts only as events) becomes the user message, in
+  its place; ``token_count`` is read (its last ``input_tokens`` is the input the
   source model really saw, recorded as ``observed_input_tokens``); the others repeat response items
   and are skipped, counted as ``event_msg:<type>``;
 - ``turn_context``: the model (and cwd) of each turn; the last one is the ``source_model``;
@@ -24,6 +28,7 @@ gives the same ids.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -31,6 +36,8 @@ from typing import Any, cast
 from session_migrator._errors import ImportFormatError
 from session_migrator._messages import ContentPart, Role, Session, ToolCall
 from session_migrator.importers._common import (
+    LAST_ENTRY_KEY,
+    TIMESTAMPS_KEY,
     Conversation,
     ImportResult,
     Record,
@@ -50,7 +57,23 @@ __all__ = ["import_codex"]
 FORMAT = "codex"
 _CALL_TYPES = {"function_call", "custom_tool_call", "local_shell_call"}
 _OUTPUT_TYPES = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
-_ITEM_TYPES = {"message", "reasoning", "web_search_call", *_CALL_TYPES, *_OUTPUT_TYPES}
+#: Response items skipped on purpose (counted, no warning): the harness's undo commits, the
+#: encrypted compaction only the source model can read (the items it replaced stay in the file),
+#: generated images (their prompt and result are not a message to another model).
+_SKIPPED_ITEMS = {
+    "ghost_snapshot": "ghost_snapshot",
+    "compaction": "compaction",
+    "compaction_summary": "compaction",
+    "image_generation_call": "image_generation_call",
+}
+_ITEM_TYPES = {
+    "message",
+    "reasoning",
+    "web_search_call",
+    *_CALL_TYPES,
+    *_OUTPUT_TYPES,
+    *_SKIPPED_ITEMS,
+}
 _LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 _ROLES: dict[str, Role] = {
     "user": "user",
@@ -88,6 +111,8 @@ def import_codex(
     with file_refused_if_odd(path):
         messages = reader.conversation.build()
         metadata = reader.metadata(path, source_id)
+        if times := reader.conversation.timestamps(messages):
+            metadata[TIMESTAMPS_KEY] = times
     if not messages:
         stats.warnings.append("no messages in this session")
     return ImportResult(
@@ -124,17 +149,22 @@ class _Reader:
         self.observed: int | None = None
         self.context_window: int | None = None
         self.recognised = 0
+        self.last_entry_at: str | None = None
         self.conversation = Conversation(stats, id_prefix="cx", key=key)
         self._key = key
         self._unknown: set[str] = set()
+        self._prompts: set[int] = set()
 
     def read(self, records: list[Record]) -> None:
+        self._prompts = _event_prompts(records)
         for index, rec in enumerate(records):
             with line_skipped_if_odd(self.stats, rec):
                 self._record(index, rec)
 
     def _record(self, index: int, rec: Record) -> None:
         data = rec.data
+        if isinstance(data.get("timestamp"), str) and data["timestamp"]:
+            self.last_entry_at = data["timestamp"]
         kind = data.get("type")
         if not isinstance(kind, str | None):
             kind = repr(kind)  # (a list or an object where the line type belongs)
@@ -170,11 +200,12 @@ class _Reader:
         elif kind == "turn_context":
             self._turn_context(payload)
         elif kind == "event_msg":
-            self._event(payload)
+            self._event(rec, payload)
         elif kind == "compacted":
             text = payload.get("message")
             if isinstance(text, str) and text.strip():
                 self.conversation.message("user", text, id=self._id(rec))
+                self.conversation.stamp(self._id(rec), rec)
             else:
                 self.stats.skip("compacted")
 
@@ -205,8 +236,18 @@ class _Reader:
                 self.models.remove(model)
             self.models.append(model)
 
-    def _event(self, payload: Mapping[str, Any]) -> None:
+    def _event(self, rec: Record, payload: Mapping[str, Any]) -> None:
         etype = payload.get("type")
+        if etype == "user_message" and rec.line in self._prompts:
+            parts = [text_part(payload["message"])] if payload["message"].strip() else []
+            images = payload.get("images")
+            for url in images if isinstance(images, list) else ():
+                if isinstance(url, str) and url:
+                    parts.append(image_part(url))
+            if parts:
+                self.conversation.message("user", text_or_parts(parts), id=self._id(rec))
+                self.conversation.stamp(self._id(rec), rec)
+            return
         if etype != "token_count":
             self.stats.skip(f"event_msg:{etype}" if isinstance(etype, str) else "event_msg")
             return
@@ -238,16 +279,20 @@ class _Reader:
                 self.stats.skip(f"malformed:{itype}")
             else:
                 conv.tool_call(call, id=self._id(rec))
+                conv.stamp(self._id(rec), rec)
         elif itype in _OUTPUT_TYPES:
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
                 self.stats.skip(f"malformed:{itype}")
                 return
             conv.tool_output(call_id, _output_text(item.get("output")), id=conv.result_id(call_id))
+            conv.stamp(conv.result_id(call_id), rec)
         elif itype == "reasoning":
             self.stats.skip("reasoning")
         elif itype == "web_search_call":
             self.stats.skip("web_search_call")
+        elif isinstance(itype, str) and itype in _SKIPPED_ITEMS:
+            self.stats.skip(_SKIPPED_ITEMS[itype])
         else:
             self._skip_unknown(f"response item type {itype!r}", itype)
 
@@ -262,6 +307,7 @@ class _Reader:
             self.conversation.message("assistant", text, id=self._id(rec))
         else:
             self.conversation.message(role, text_or_parts(parts), id=self._id(rec))
+        self.conversation.stamp(self._id(rec), rec)
 
     def _parts(self, content: Any, role: Role) -> list[ContentPart]:
         if isinstance(content, str):
@@ -325,10 +371,64 @@ class _Reader:
         ):
             if isinstance(meta.get(key), str):
                 out[name] = meta[key]
+        if self.last_entry_at is not None:
+            out[LAST_ENTRY_KEY] = self.last_entry_at
         git = meta.get("git")
         if isinstance(git, Mapping) and isinstance(git.get("branch"), str):
             out["git_branch"] = git["branch"]
         return out
+
+
+def _event_prompts(records: list[Record]) -> set[int]:
+    """The lines of ``user_message`` events whose prompt no ``response_item`` user message holds.
+
+    Codex CLI writes a prompt twice (the response item, then the event); Codex Desktop may write
+    only the event. An event is covered by a user item between the events before and after it
+    whose text is the prompt or holds it on lines of its own (an IDE wraps the prompt in
+    context), the nearest first; each item covers one event.
+    """
+    events: list[tuple[int, str]] = []
+    items: list[tuple[int, str]] = []
+    for index, rec in enumerate(records):
+        payload = rec.data.get("payload")
+        if not isinstance(payload, Mapping):
+            continue
+        kind, ptype = rec.data.get("type"), payload.get("type")
+        if kind == "event_msg" and ptype == "user_message":
+            if isinstance(payload.get("message"), str):
+                events.append((index, payload["message"].strip()))
+        elif kind == "response_item" and ptype == "message" and payload.get("role") == "user":
+            items.append((index, _plain_text(payload.get("content"))))
+    positions = [pos for pos, _ in items]
+    used: set[int] = set()
+    uncovered: set[int] = set()
+    for k, (pos, text) in enumerate(events):
+        low = events[k - 1][0] if k else -1
+        high = events[k + 1][0] if k + 1 < len(events) else len(records)
+        start, end = bisect_right(positions, low), bisect_right(positions, high)
+        found = [j for j in range(start, end) if j not in used and _holds(items[j][1], text)]
+        if found:
+            used.add(min(found, key=lambda j: abs(items[j][0] - pos)))
+        else:
+            uncovered.add(records[pos].line)
+    return uncovered
+
+
+def _holds(item: str, prompt: str) -> bool:
+    """Whether a user item's text is the prompt, or holds it on lines of its own (an IDE puts
+    the prompt after its context); a short prompt inside other text ("yes" in a file's
+    instructions) is not enough."""
+    if item == prompt:
+        return True
+    return bool(prompt) and (item.endswith("\n" + prompt) or f"\n{prompt}\n" in item)
+
+
+def _plain_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content.strip()
+    blocks = content if isinstance(content, list) else ()
+    texts = [b["text"] for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    return "\n".join(texts).strip()
 
 
 def _output_text(output: Any) -> str:

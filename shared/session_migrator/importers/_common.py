@@ -15,6 +15,8 @@ that made the call, whatever its position in the file; a result whose call is no
 is dropped (``skipped["orphan_tool_output"]``); a call with no result gets a placeholder result
 marked ``{"session_migrator": {"kind": "placeholder_result"}}`` (counted as
 ``repaired["placeholder_result"]``), so the conversation never holds an orphan on either side.
+A conversation whose first non-system message is not a user's gets a user note first, marked
+``{"kind": "leading_user_note"}`` (``repaired["leading_user_note"]``): chat APIs require it.
 """
 
 from __future__ import annotations
@@ -26,15 +28,15 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from session_migrator._errors import ImportFormatError
-from session_migrator._messages import MARKER_KEY, ContentPart, Message, Role, Session, ToolCall
-
-if TYPE_CHECKING:
-    from session_migrator.store import BaseSessionStore
+from session_migrator._messages import MARKER_KEY, ContentPart, Message, Role, ToolCall
+from session_migrator.importers._import_result import LAST_ENTRY_KEY, TIMESTAMPS_KEY, ImportResult
 
 __all__ = [
+    "LAST_ENTRY_KEY",
+    "TIMESTAMPS_KEY",
     "Conversation",
     "ImportResult",
     "Record",
@@ -53,91 +55,12 @@ PLACEHOLDER_RESULT = (
     "[no result was recorded for this tool call: the session ended or was interrupted "
     "before the tool returned]"
 )
+#: Text of the user message put first when a file has none before its first answer.
+LEADING_NOTE = (
+    "[the session file holds no user message before this point: it was resumed, forked or cut "
+    "short]"
+)
 _MAX_LINES_NAMED = 5
-
-
-@dataclass(frozen=True)
-class ImportResult:
-    """One imported session file.
-
-    ``session`` holds core messages: assistant messages carry ``tool_calls`` and every call is
-    answered by a ``role="tool"`` message right after it. ``session.metadata`` names the source
-    (``source_format``, ``source_path``, ``source_session_id``, ``source_model``, ``cwd``, and for
-    Codex ``observed_input_tokens``: the input the source model really saw on its last request).
-    ``skipped`` counts what was not turned into messages, by reason or line type; ``repaired``
-    counts what was fixed on the way (placeholder results, moved results, non-UTF-8 lines);
-    ``warnings`` says in words what a user should know.
-    """
-
-    session: Session
-    path: Path
-    skipped: dict[str, int] = field(default_factory=dict)
-    repaired: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    lines: int = 0
-
-    @property
-    def source_model(self) -> str | None:
-        """The model that last answered in the source session, if the file says."""
-        value = self.session.metadata.get("source_model")
-        return value if isinstance(value, str) else None
-
-    @property
-    def observed_input_tokens(self) -> int | None:
-        """The source model's real input token count on its last request, if recorded."""
-        value = self.session.metadata.get("observed_input_tokens")
-        return value if isinstance(value, int) else None
-
-    def save(self, store: BaseSessionStore) -> int:
-        """Store the session; returns how many messages were newly stored. Idempotent.
-
-        A session imported before from a file that has grown since (a session still being
-        written) gets what changed: from the first stored message the file now has differently
-        (a placeholder result whose real result came, a response that gained tool calls), the
-        stored messages of this file are replaced by the file's, in its order. Messages stored
-        from elsewhere are kept; the session's metadata is refreshed with the file's.
-        """
-        session = self.session
-        if not session.messages:
-            return 0
-        known = store.get_session(session.id)
-        if known is not None:
-            stored = {m.id: m for m in store.load(session.id)}
-            first = next(
-                (
-                    k
-                    for k, m in enumerate(session.messages)
-                    if m.id in stored and stored[m.id] != store.stored_form(m)
-                ),
-                None,
-            )
-            if first is not None:
-                stale = [m.id for m in session.messages[first:] if m.id in stored]
-                store.delete_messages(session.id, stale)
-        added = store.append(
-            session.id, session.messages, workspace=session.workspace, metadata=session.metadata
-        )
-        if known is not None:
-            store.set_metadata(session.id, {**known.metadata, **session.metadata})
-        return added
-
-    def summary(self) -> dict[str, Any]:
-        """A JSON-serialisable digest: ids, counts, skips, repairs and warnings."""
-        msgs = self.session.messages
-        return {
-            "path": str(self.path),
-            "session_id": self.session.id,
-            "workspace": self.session.workspace,
-            "source_format": self.session.metadata.get("source_format"),
-            "source_model": self.source_model,
-            "observed_input_tokens": self.observed_input_tokens,
-            "lines": self.lines,
-            "messages": len(msgs),
-            "tool_calls": sum(len(m.tool_calls) for m in msgs),
-            "skipped": dict(self.skipped),
-            "repaired": dict(self.repaired),
-            "warnings": list(self.warnings),
-        }
 
 
 @dataclass
@@ -286,6 +209,7 @@ class Conversation:
         self._prefix = id_prefix
         self._key = key
         self._items: list[_Turn | _Output] = []
+        self._times: dict[str, str] = {}
 
     def message(
         self,
@@ -312,6 +236,17 @@ class Conversation:
         if isinstance(last, _Turn):
             last.open = False
         self._items.append(_Output(call_id, content, id))
+
+    def stamp(self, id: str, rec: Record) -> None:
+        """Note the time of ``rec`` (its ``timestamp`` field) as the time of message ``id``; the
+        first noted time of an id is kept."""
+        value = rec.data.get("timestamp")
+        if isinstance(value, str) and value:
+            self._times.setdefault(id, value)
+
+    def timestamps(self, messages: list[Message]) -> dict[str, str]:
+        """The source time of each of ``messages`` that has one, by message id."""
+        return {m.id: self._times[m.id] for m in messages if m.id in self._times}
 
     def close_turn(self) -> None:
         """End the open assistant message: later calls start a new one."""
@@ -371,7 +306,25 @@ class Conversation:
                         )
                     )
         self._warn_pairing()
-        return messages
+        return self._user_first(messages)
+
+    def _user_first(self, messages: list[Message]) -> list[Message]:
+        """``messages`` with a marked note first when the first non-system one is no user's."""
+        at = next((k for k, m in enumerate(messages) if m.role != "system"), None)
+        if at is None or messages[at].role == "user":
+            return messages
+        note = Message(
+            "user",
+            LEADING_NOTE,
+            id=stable_id(self._prefix, self._key, "leading-note"),
+            extra={MARKER_KEY: {"kind": "leading_user_note"}},
+        )
+        self._stats.repaired["leading_user_note"] += 1
+        self._stats.warnings.append(
+            "the session starts with an answer, not a user message; a marked note was put first "
+            "so that chat APIs accept it"
+        )
+        return [*messages[:at], note, *messages[at:]]
 
     def result_id(self, call_id: str) -> str:
         """The id of the result message for ``call_id`` (the same for a placeholder)."""

@@ -9,9 +9,13 @@ import sys
 import llamaindex_session_migrator
 
 PUBLIC = [
+    "FitToModelLLM",
+    "FittedMemory",
     "LLAMAINDEX_KEY",
     "LlamaIndexSummarizer",
+    "MemoryNotRestorableError",
     "ModelSource",
+    "SessionChatStore",
     "SessionMigratorMemory",
     "from_chat_message",
     "from_chat_messages",

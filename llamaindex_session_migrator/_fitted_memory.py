@@ -1,0 +1,253 @@
+"""``FittedMemory``: LlamaIndex's ``Memory`` (the API that llama-index-core 0.14 recommends) on a
+session store, with its output fitted to the model about to read it.
+
+Everything ``Memory`` does is upstream's own code: the FIFO queue with ``token_limit``,
+``token_flush_size`` and ``chat_history_token_ratio``; memory blocks (static, fact extraction,
+vector, your own) fed with what the queue flushes and inserted with ``insert_method``;
+``aget_all(status=...)``/``areset(status=...)``. What changes:
+
+- the queue lives in a session store (:class:`SessionChatStore`): flushed messages are archived
+  in place, never deleted, so the session stays whole for every other reader;
+- ``get``/``aget`` fit upstream's result (history plus blocks) to the current model's input
+  budget, as :class:`SessionMigratorMemory` does: a result that fits is returned untouched;
+  else the system message (with the blocks), a note or summary of what was cut, and the newest
+  turns, tool calls paired. ``last_report`` says what was done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.async_utils import asyncio_run
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.llms import LLM
+from llama_index.core.memory import Memory
+from llama_index.core.memory.memory import (
+    DEFAULT_FLUSH_SIZE,
+    DEFAULT_MEMORY_BLOCKS_TEMPLATE,
+    DEFAULT_TOKEN_LIMIT,
+    BaseMemoryBlock,
+    InsertMethod,
+)
+from llama_index.core.prompts import RichPromptTemplate
+from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore
+
+from llamaindex_session_migrator._chat_store import SessionChatStore
+from llamaindex_session_migrator._convert import from_chat_messages, to_chat_messages
+from llamaindex_session_migrator._memory_options import (
+    FIT_OPTIONS,
+    FitOptions,
+    check_llm,
+    new_session_id,
+    open_memory_store,
+    refuse_unknown,
+)
+from llamaindex_session_migrator._models import ModelLike
+from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
+from session_migrator import (
+    DEFAULT_SLACK,
+    Compressor,
+    MigrationReport,
+    ModelWindow,
+    Summarizer,
+    migrate,
+    uses_query,
+)
+from session_migrator.store import BaseSessionStore
+
+__all__ = ["FittedMemory"]
+
+_NO_SQL_STORE = (
+    "FittedMemory keeps the conversation in a session store: pass store='sqlite:///path.db' "
+    "(or 'memory://', 'redis://...', 'postgresql://...') instead of {name}"
+)
+
+
+def _default_chat_store() -> SessionChatStore:
+    return SessionChatStore.on(open_memory_store(None)[0])
+
+
+class FittedMemory(Memory):
+    """A drop-in ``Memory`` on a session store whose ``get`` fits the model (see the module
+    docstring). Takes ``Memory``'s arguments and, besides, ``store``, ``llm``, ``model``,
+    ``strategy``, ``summarizer``, ``reserve_output``, ``reserve_input``, ``workspace`` and
+    ``slack`` as :class:`SessionMigratorMemory` does. Without ``session_id`` it gets a new
+    session of its own.
+
+    >>> from llama_index.core.llms import ChatMessage, MockLLM
+    >>> memory = FittedMemory.from_defaults(session_id="doc", llm=MockLLM(), store="memory://")
+    >>> memory.put(ChatMessage(role="user", content="Hello"))
+    >>> [m.content for m in memory.get()]
+    ['Hello']
+    """
+
+    session_id: str = Field(default_factory=new_session_id)
+    sql_store: AsyncDBChatStore = Field(default_factory=_default_chat_store, exclude=True)
+
+    _options: FitOptions = PrivateAttr(default_factory=FitOptions)
+    _tracker: ModelTracker = PrivateAttr(default_factory=ModelTracker)
+    _report: MigrationReport | None = PrivateAttr(default=None)
+    _window: ModelWindow | None = PrivateAttr(default=None)
+    _source: ModelSource | None = PrivateAttr(default=None)
+    _owns_store: bool = PrivateAttr(default=False)
+
+    def __init__(
+        self,
+        *,
+        store: BaseSessionStore | str | None = None,
+        strategy: str | Compressor = "auto",
+        summarizer: Summarizer | LLM | None = None,
+        llm: LLM | None = None,
+        model: ModelLike | None = None,
+        reserve_output: int | None = None,
+        reserve_input: int | float | None = None,
+        workspace: str = "default",
+        slack: float = DEFAULT_SLACK,
+        **data: Any,
+    ) -> None:
+        refuse_unknown(type(self).__name__, data, (*Memory.model_fields, *FIT_OPTIONS))
+        given = data.get("sql_store")
+        if given is not None and not isinstance(given, SessionChatStore):
+            raise ValueError(_NO_SQL_STORE.format(name="sql_store"))
+        options = FitOptions.checked(
+            strategy=strategy,
+            summarizer=summarizer,
+            reserve_output=reserve_output,
+            reserve_input=reserve_input,
+            workspace=workspace,
+            slack=slack,
+        )
+        if model is None:
+            check_llm(llm)
+        owns = False
+        if given is None:
+            opened, owns = open_memory_store(store)
+            data["sql_store"] = SessionChatStore.on(opened, options.workspace)
+        super().__init__(**data)
+        self._options = options
+        self._owns_store = owns
+        self._tracker.llm = llm
+        if model is not None:
+            self._tracker.set_explicit(model)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "FittedMemory"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        session_id: str | None = None,
+        chat_history: list[ChatMessage] | None = None,
+        token_limit: int = DEFAULT_TOKEN_LIMIT,
+        memory_blocks: list[BaseMemoryBlock[Any]] | None = None,
+        tokenizer_fn: Any = None,
+        chat_history_token_ratio: float = 0.7,
+        token_flush_size: int = DEFAULT_FLUSH_SIZE,
+        memory_blocks_template: RichPromptTemplate = DEFAULT_MEMORY_BLOCKS_TEMPLATE,
+        insert_method: InsertMethod = InsertMethod.SYSTEM,
+        image_token_size_estimate: int = 256,
+        audio_token_size_estimate: int = 256,
+        video_token_size_estimate: int = 256,
+        chat_store: Any = None,
+        table_name: str = "llama_index_memory",
+        async_database_uri: str | None = None,
+        async_engine: Any = None,
+        db_schema: str | None = None,
+        **kwargs: Any,
+    ) -> FittedMemory:
+        """``Memory.from_defaults``'s arguments, plus this library's (see the class); the SQL
+        chat store arguments are refused: ``store`` replaces them."""
+        for name, value in (
+            ("chat_store", chat_store),
+            ("async_database_uri", async_database_uri),
+            ("async_engine", async_engine),
+            ("db_schema", db_schema),
+        ):
+            if value is not None:
+                raise ValueError(_NO_SQL_STORE.format(name=name))
+        if token_flush_size > token_limit:
+            token_flush_size = int(token_limit * 0.7)
+        fields: dict[str, Any] = {"tokenizer_fn": tokenizer_fn} if tokenizer_fn else {}
+        memory = cls(
+            session_id=session_id or new_session_id(),
+            token_limit=token_limit,
+            memory_blocks=memory_blocks or [],
+            chat_history_token_ratio=chat_history_token_ratio,
+            token_flush_size=token_flush_size,
+            memory_blocks_template=memory_blocks_template,
+            insert_method=insert_method,
+            image_token_size_estimate=image_token_size_estimate,
+            audio_token_size_estimate=audio_token_size_estimate,
+            video_token_size_estimate=video_token_size_estimate,
+            **fields,
+            **kwargs,
+        )
+        if chat_history is not None:
+            memory.set(chat_history)
+        return memory
+
+    # -- the model and what the last get did ---------------------------------------------------
+
+    def set_model(self, model: ModelLike | None) -> None:
+        """Pin the model (as :meth:`SessionMigratorMemory.set_model`)."""
+        self._tracker.set_explicit(model)
+
+    @property
+    def model_window(self) -> ModelWindow | None:
+        """The window the last ``get`` fitted to (``None`` before the first)."""
+        return self._window
+
+    @property
+    def model_source(self) -> ModelSource | None:
+        """Where that window came from: explicit, llm, settings or default."""
+        return self._source
+
+    @property
+    def last_report(self) -> MigrationReport | None:
+        """What the last ``get`` did: decision, tokens before and after, what was cut."""
+        return self._report
+
+    @property
+    def store(self) -> BaseSessionStore:
+        """The session store."""
+        chats = self.sql_store
+        assert isinstance(chats, SessionChatStore)
+        return chats.store
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def aget(
+        self, input: str | ChatMessage | None = None, **block_kwargs: Any
+    ) -> list[ChatMessage]:
+        """Upstream's history with its memory blocks, fitted to the current model."""
+        history = await super().aget(input=input, **block_kwargs)
+        window, source = self._tracker.resolve()
+        options = self._options
+        text = input.content if isinstance(input, ChatMessage) else input
+        query = text if isinstance(text, str) and text and uses_query(options.strategy) else None
+        result = migrate(
+            from_chat_messages(history),
+            window,
+            strategy=options.strategy,
+            query=query,
+            summarizer=options.summarizer,
+            reserve_output=options.reserve_output,
+            extra_reserved=options.input_reserve(window),
+        )
+        self._report, self._window, self._source = result.report, window, source
+        if result.report.decision == "fits":
+            return history
+        return to_chat_messages(result.messages)
+
+    def get(self, input: str | ChatMessage | None = None, **block_kwargs: Any) -> list[ChatMessage]:
+        """:meth:`aget`, run to completion."""
+        fitted: list[ChatMessage] = asyncio_run(self.aget(input=input, **block_kwargs))
+        return fitted
+
+    def close(self) -> None:
+        """Close the store if this memory opened it (a store object given in is left open)."""
+        if self._owns_store:
+            self.store.close()
+            self._owns_store = False

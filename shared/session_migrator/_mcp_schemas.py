@@ -1,0 +1,118 @@
+"""The MCP tools' output schemas, as pydantic models (imported by the server only: it needs the
+``[mcp]`` extra, which brings pydantic). Each tool publishes one as its ``outputSchema`` and its
+``structuredContent`` is checked against it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AppendAnswer",
+    "ContextAnswer",
+    "MigrateAnswer",
+    "ModelList",
+    "Page",
+    "SessionList",
+    "UsageAnswer",
+    "WindowInfo",
+]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class WindowInfo(_Out):
+    """A model's window facts."""
+
+    name: str = Field(description="The model's name in the table.")
+    provider: str
+    context_window: int = Field(description="The total window in tokens (input and output).")
+    max_input_tokens: int = Field(description="The most tokens the model takes as input.")
+    max_output_tokens: int = Field(description="The most tokens it writes in one reply.")
+    tokenizer: str = Field(description="The tokenizer its counts use (or are estimated by).")
+    source: str = Field(description="Where the facts come from.")
+    as_of: str | None = Field(description="When the source stated them.")
+
+
+class ModelList(_Out):
+    """Known models."""
+
+    count: int = Field(description="How many models matched.")
+    returned: int = Field(description="How many are listed here (at most 'limit').")
+    truncated: bool = Field(description="Whether 'limit' cut the list.")
+    models: list[WindowInfo]
+
+
+class Page(_Out):
+    """Which of the fitted messages this answer carries."""
+
+    offset: int = Field(description="The position of the first message returned.")
+    returned: int = Field(description="How many messages this answer carries.")
+    total: int = Field(description="How many messages the fitted conversation has.")
+    complete: bool = Field(description="Whether this answer carries the rest of them.")
+    next_offset: int | None = Field(description="Pass this as 'offset' for the next page.")
+    hint: str | None = Field(default=None, description="How to get the rest, when cut.")
+
+
+class MigrateAnswer(_Out):
+    """A conversation fitted to a model."""
+
+    decision: Literal["fits", "compressed"] = Field(
+        description="'fits': sent as is (but for repairs a model needs, in report.notes); "
+        "'compressed': cut to the budget."
+    )
+    tokens_before: int = Field(description="The whole conversation's tokens.")
+    tokens_after: int = Field(description="The fitted conversation's tokens.")
+    budget: int = Field(description="The model's input budget in tokens.")
+    report: dict[str, Any] = Field(
+        description="The migration report: strategy, reserves, exactness, dropped / "
+        "summarized / recalled ids, fallbacks and notes."
+    )
+    messages: list[dict[str, Any]] = Field(
+        description="The messages to send, in OpenAI chat format (this page of them)."
+    )
+    page: Page
+
+
+class ContextAnswer(MigrateAnswer):
+    """A stored session fitted to a model."""
+
+    session_id: str
+
+
+class AppendAnswer(_Out):
+    """What an append stored."""
+
+    session_id: str
+    workspace: str = Field(description="The session's workspace.")
+    received: int = Field(description="Messages sent in this call.")
+    appended: int = Field(description="Messages stored by this call.")
+    already_stored: int = Field(description="Messages skipped: already stored.")
+    message_count: int = Field(description="The session's messages now.")
+
+
+class UsageAnswer(_Out):
+    """How much of a model's input budget a session takes."""
+
+    session_id: str
+    model: str
+    messages: int
+    tokens: int
+    session_tokens: int
+    budget: int
+    share: float = Field(description="tokens / budget (over 1.0: it does not fit as is).")
+    fits: bool
+    exact: bool = Field(description="False when the counts are estimates for this model.")
+
+
+class SessionList(_Out):
+    """The stored sessions."""
+
+    workspace: str | None
+    count: int
+    sessions: list[dict[str, Any]] = Field(
+        description="id, workspace, message_count, created_at, updated_at, metadata."
+    )
