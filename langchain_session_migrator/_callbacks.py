@@ -118,6 +118,9 @@ class ModelWatcher(BaseCallbackHandler):
         self._windows: dict[str, ModelWindow] = {}
         self._tracked: OrderedDict[str, dict[str, Message]] = OrderedDict()
         self._owner: dict[str, str] = {}
+        # the LangChain objects handed out, by their object key (see _object_key): a message
+        # whose user gave it no id is recognised by identity
+        self._objects: dict[str, BaseMessage] = {}
         self._observations: OrderedDict[str, Observation] = OrderedDict()
         self._runs: dict[UUID, _Run] = {}
         self._seq = 0
@@ -145,22 +148,41 @@ class ModelWatcher(BaseCallbackHandler):
             _log.debug("model %r ran but its window is unknown; register it", name)
             return None
 
-    def track(self, session_id: str, messages: Sequence[Message]) -> None:
-        """Remember the fitted messages handed out for ``session_id`` (to recognise its runs)."""
+    def track(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        handed_out: Sequence[BaseMessage] = (),
+    ) -> None:
+        """Remember the fitted messages handed out for ``session_id`` (to recognise its runs):
+        by id, and by identity of the LangChain objects ``handed_out`` (one per message)."""
         with self._lock:
             old = self._tracked.pop(session_id, None)
             if old:
-                for message_id in old:
-                    if self._owner.get(message_id) == session_id:
-                        del self._owner[message_id]
+                self._forget(session_id, old)
             current = {m.id: m for m in messages}
+            for obj, message in zip(handed_out, messages, strict=False):
+                key = _object_key(obj)
+                current[key] = message
+                self._objects[key] = obj
             self._tracked[session_id] = current
             for message_id in current:
                 self._owner[message_id] = session_id
             while len(self._tracked) > self.max_sessions:
-                _, dropped = self._tracked.popitem(last=False)
-                for message_id in dropped:
-                    self._owner.pop(message_id, None)
+                dropped_session, dropped = self._tracked.popitem(last=False)
+                self._forget(dropped_session, dropped)
+
+    def _forget(self, session_id: str, tracked: Mapping[str, Message]) -> None:
+        for key in tracked:
+            if self._owner.get(key) == session_id:
+                del self._owner[key]
+                self._objects.pop(key, None)
+
+    def _owner_of(self, message: BaseMessage) -> str | None:
+        key = _object_key(message)
+        if self._objects.get(key) is message:
+            return self._owner.get(key)
+        return self._owner.get(message.id) if message.id is not None else None
 
     def observation(self, session_id: str) -> Observation | None:
         """The newest run of ``session_id`` (``None`` before any)."""
@@ -191,16 +213,14 @@ class ModelWatcher(BaseCallbackHandler):
         with self._lock:
             session = metadata.get(self.session_key)
             if not isinstance(session, str):
-                session = next(
-                    (self._owner[m.id] for m in sent if m.id is not None and m.id in self._owner),
-                    None,
-                )
+                session = next((o for o in map(self._owner_of, sent) if o is not None), None)
             tracked = self._tracked.get(session, {}) if session is not None else {}
+            objects = {k: self._objects[k] for k in tracked if k in self._objects}
         counter = default_counter(window) if window is not None else None
         needs_sent = session is not None or (
             self.calibrate and counter is not None and not counter.exact
         )
-        core = _to_core(sent, tracked) if needs_sent else []
+        core = _to_core(sent, tracked, objects) if needs_sent else []
         overhead = tuple(m for m in core if m.id not in tracked)
         with self._lock:
             self._seq += 1
@@ -263,10 +283,20 @@ class ModelWatcher(BaseCallbackHandler):
         return f"ModelWatcher(sessions={len(self._observations)}, last={last!r})"
 
 
-def _to_core(sent: list[BaseMessage], tracked: Mapping[str, Message]) -> list[Message]:
+def _object_key(message: BaseMessage) -> str:
+    return f"\x00{id(message)}"
+
+
+def _to_core(
+    sent: list[BaseMessage], tracked: Mapping[str, Message], objects: Mapping[str, BaseMessage]
+) -> list[Message]:
     """The core messages of a run: the history's own where tracked, the rest converted."""
     out: list[Message] = []
     for message in sent:
+        key = _object_key(message)
+        if objects.get(key) is message:
+            out.append(tracked[key])
+            continue
         if message.id is not None and message.id in tracked:
             out.append(tracked[message.id])
             continue

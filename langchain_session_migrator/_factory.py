@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
+import warnings
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Self
 
 from langchain_core.language_models import BaseChatModel
@@ -15,18 +17,17 @@ from langchain_core.runnables.configurable import RunnableConfigurableAlternativ
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
 from langchain_session_migrator._callbacks import ModelWatcher
-from langchain_session_migrator._history import (
-    FittedChatMessageHistory,
-    _as_summarizer,
-    _SessionState,
-)
+from langchain_session_migrator._guard import FitToModel
+from langchain_session_migrator._history import FittedChatMessageHistory, _SessionState
 from langchain_session_migrator._models import model_map, model_name, window_for
+from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
     Compressor,
     ModelWindow,
     SessionFitter,
     Summarizer,
+    UnknownModelError,
     check_slack,
     check_strategy,
 )
@@ -95,11 +96,12 @@ class FittedHistoryFactory:
         from session_migrator.store import open_store
 
         self.slack = check_slack(slack)  # before the store is opened, so a bad value leaks none
+        check_store(store)
         self._owns_store = store is None or isinstance(store, str)
         self.store = open_store(store) if self._owns_store else store
         check_strategy(strategy)  # (now, not at the first call)
         self.strategy = strategy
-        self.summarizer = _as_summarizer(summarizer)
+        self.summarizer = as_summarizer(summarizer)
         self.model_key = model_key
         self.session_key = session_key
         self.reserve_output = reserve_output
@@ -112,9 +114,12 @@ class FittedHistoryFactory:
         self._models: dict[str, ModelWindow] = {}
         model_spec: ConfigurableFieldSpec | None = None
         if llm is not None and model_key is not None:
-            for key, runnable in _alternatives(llm, model_key).items():
+            found = _alternatives(llm, model_key)
+            for key, runnable in found.items():
                 self._register(key, runnable)
             model_spec = _spec_of(llm, model_key)
+            if not found and model_spec is None:
+                _check_key(llm, model_key)
         for key, model in model_map(models).items():
             self._register(key, model)
         specs = [
@@ -155,6 +160,15 @@ class FittedHistoryFactory:
         self._models[key] = window
         self.watcher.register(window, name=key)
 
+    def _guard_settings(self) -> dict[str, Any]:
+        """What :class:`FitToModel` takes from this factory."""
+        return {
+            "strategy": self.strategy,
+            "summarizer": self.summarizer,
+            "reserve_output": self.reserve_output,
+            "registry": dict(self._models),
+        }
+
     @property
     def windows(self) -> dict[str, ModelWindow]:
         """The registered windows by key or name (a copy): configurable keys and ``models``."""
@@ -169,7 +183,16 @@ class FittedHistoryFactory:
             return None
         if isinstance(model, str) and model in self._models:
             return self._models[model]
-        window = window_for(model, registry=self._models)
+        try:
+            window = window_for(model, registry=self._models)
+        except UnknownModelError as exc:
+            if not isinstance(model, str) or not self._models:
+                raise
+            keys = ", ".join(repr(k) for k in sorted(self._models))
+            raise exc.with_remedy(
+                f"The registered keys are {keys}: configure one of them, or register "
+                f"{model!r} with models={{{model!r}: chat_model_or_window}}."
+            ) from None
         self.watcher.register(window)
         return window
 
@@ -184,13 +207,49 @@ class FittedHistoryFactory:
                 f"a non-empty {self.session_key!r} is needed in config['configurable'], "
                 f"got {session_id!r}"
             )
+        configured: ModelWindow | Callable[[], ModelWindow | None] | None
+        if model is None or model == "":
+            configured = None
+        elif isinstance(model, str) and model in self._models:
+            configured = self._models[model]
+        else:  # resolved at the history's first read, in the caller's worker thread when async
+            configured = functools.partial(self.resolve, model)
         return FittedChatMessageHistory._view(
             session_id,
             self._state(session_id),
             watcher=self.watcher,
             reserve_tokens=self.reserve_tokens,
-            configured=self.resolve(model),
+            configured=configured,
         )
+
+    def with_message_history(
+        self, runnable: Runnable[Any, Any], **kwargs: Any
+    ) -> Runnable[Any, Any]:
+        """``RunnableWithMessageHistory(runnable, self, **kwargs)`` wired to this factory: the
+        ``history_factory_config`` is :attr:`config_specs`, the :attr:`watcher` is attached, and
+        a call whose ``configurable`` has no model uses the model field's default (the
+        configurable model's ``default_key``; ``RunnableWithMessageHistory`` alone refuses such
+        a call with "Missing keys"). ``kwargs`` are ``RunnableWithMessageHistory``'s
+        (``input_messages_key``, ``history_messages_key``, ...). Its deprecation warning
+        (langchain-core 1.x) is not raised again here: the class is supported until 2.0.
+        """
+        from langchain_core._api import LangChainDeprecationWarning
+        from langchain_core.runnables.history import RunnableWithMessageHistory
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore",
+                message="RunnableWithMessageHistory is deprecated",
+                category=LangChainDeprecationWarning,
+            )
+            chain = RunnableWithMessageHistory(
+                runnable, self, history_factory_config=self.config_specs, **kwargs
+            )
+        defaults: dict[str, Any] = {}
+        if self.model_key is not None:
+            spec = next(s for s in self.config_specs if s.id == self.model_key)
+            defaults[self.model_key] = spec.default if spec.default is not None else ""
+        return chain.with_config(configurable=defaults, callbacks=[self.watcher])
 
     def _state(self, session_id: str) -> _SessionState:
         with self._lock:
@@ -237,6 +296,8 @@ def _walk(runnable: Any, depth: int = 0) -> Iterator[Any]:
         children = list(runnable.steps__.values())
     elif isinstance(runnable, RunnableBinding):
         children = [runnable.bound]
+    elif isinstance(runnable, FitToModel):
+        children = [runnable.model]
     elif isinstance(runnable, RunnableWithFallbacks):
         children = [runnable.runnable, *runnable.fallbacks]
     elif isinstance(runnable, RunnableConfigurableAlternatives):
@@ -254,6 +315,20 @@ def _alternatives(llm: Runnable[Any, Any], key: str) -> dict[str, Runnable[Any, 
                 if isinstance(alternative, Runnable):
                     found[name] = alternative
     return found
+
+
+def _check_key(llm: Runnable[Any, Any], key: str) -> None:
+    """Refuse an ``llm`` whose configurable fields are all named other than ``model_key``."""
+    try:
+        ids = sorted({spec.id for spec in llm.config_specs})
+    except ValueError:
+        return
+    if ids:
+        raise ValueError(
+            f"llm has no configurable field {key!r} (its fields: {', '.join(map(repr, ids))}); "
+            f"pass model_key= the id of the field that selects the model, e.g. "
+            f"model_key={ids[0]!r}"
+        )
 
 
 def _spec_of(llm: Runnable[Any, Any], key: str) -> ConfigurableFieldSpec | None:

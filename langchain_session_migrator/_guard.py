@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, convert_to_messages
 from langchain_core.prompt_values import PromptValue
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables import (
+    ConfigurableFieldSpec,
+    Runnable,
+    RunnableBinding,
+    RunnableConfig,
+)
 from langchain_core.runnables.base import RunnableSequence
 from langchain_core.runnables.config import ensure_config, merge_configs
 from langchain_core.runnables.configurable import (
@@ -27,9 +32,9 @@ from langchain_core.runnables.configurable import (
 )
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
-from langchain_session_migrator._history import _as_summarizer
 from langchain_session_migrator._models import model_map, window_for
 from langchain_session_migrator._request import RequestFitter, binding_payloads
+from langchain_session_migrator._summarizer import as_summarizer
 from session_migrator import Compressor, MigrationReport, ModelWindow, Summarizer
 
 if TYPE_CHECKING:
@@ -87,8 +92,6 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         history: FittedHistoryFactory | FittedChatMessageHistory | None = None,
         count_tools: bool = True,
         max_summaries: int = 256,
-        _fitter: RequestFitter | None = None,
-        _registry: dict[str, ModelWindow] | None = None,
     ) -> None:
         if not isinstance(model, Runnable):
             raise TypeError(
@@ -97,17 +100,16 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         shared = _shared(history)
         self.model = model
         self.count_tools = count_tools
-        self._fitter = _fitter or RequestFitter(
+        self._fitter = RequestFitter(
             strategy=strategy if strategy is not None else shared.get("strategy", "auto"),
-            summarizer=_as_summarizer(summarizer) or shared.get("summarizer"),
+            summarizer=as_summarizer(summarizer) or shared.get("summarizer"),
             reserve_output=(
                 reserve_output if reserve_output is not None else shared.get("reserve_output")
             ),
             reserve_tokens=reserve_tokens,
             max_summaries=max_summaries,
         )
-        registry = dict(_registry or {})
-        registry.update(shared.get("registry", {}))
+        registry = dict(shared.get("registry", {}))
         registry.update({name: window_for(m) for name, m in model_map(models).items()})
         self._registry = registry
         self.bound: Runnable[Any, Any] = _guard_tree(model, self, 0)
@@ -124,9 +126,14 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         return window_for(model, registry=self._registry)
 
     def _derived(self, model: Runnable[Any, Any]) -> FitToModel:
-        return FitToModel(
-            model, count_tools=self.count_tools, _fitter=self._fitter, _registry=self._registry
-        )
+        """A guard of ``model`` with this one's settings, fitter and summaries."""
+        derived = FitToModel.__new__(FitToModel)
+        derived.model = model
+        derived.count_tools = self.count_tools
+        derived._fitter = self._fitter
+        derived._registry = self._registry
+        derived.bound = _guard_tree(model, derived, 0)
+        return derived
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FitToModel:
         """A guard of ``model.bind_tools(tools, ...)`` (same settings, same summaries)."""
@@ -172,6 +179,11 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
     @property
     def OutputType(self) -> Any:
         return self.model.OutputType
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The configurable fields of the wrapped model (``configurable_alternatives``, ...)."""
+        return self.bound.config_specs
 
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
         return self.model.get_name(suffix, name=name)
@@ -317,26 +329,11 @@ def _shared(history: Any) -> dict[str, Any]:
     """What a history (or history factory) shares with the guard."""
     if history is None:
         return {}
-    from langchain_session_migrator._factory import FittedHistoryFactory
-    from langchain_session_migrator._history import FittedChatMessageHistory
-
-    if isinstance(history, FittedHistoryFactory):
-        return {
-            "strategy": history.strategy,
-            "summarizer": history.summarizer,
-            "reserve_output": history.reserve_output,
-            "registry": history.windows,
-        }
-    if isinstance(history, FittedChatMessageHistory):
-        fitter = history.fitter
-        registry = {history.model.name: history.model} if history.model is not None else {}
-        return {
-            "strategy": fitter.strategy,
-            "summarizer": fitter.summarizer,
-            "reserve_output": fitter.reserve_output,
-            "registry": registry,
-        }
-    raise TypeError(
-        "history must be a FittedHistoryFactory or a FittedChatMessageHistory, got "
-        f"{type(history).__name__}"
-    )
+    settings = getattr(history, "_guard_settings", None)
+    if settings is None:
+        raise TypeError(
+            "history must be a FittedHistoryFactory or a FittedChatMessageHistory, got "
+            f"{type(history).__name__}"
+        )
+    shared: dict[str, Any] = settings()
+    return shared

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any, Self
 
@@ -19,7 +18,7 @@ from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._convert import message_from_core, message_to_core, storable
 from langchain_session_migrator._loading import CallInput, input_being_loaded
 from langchain_session_migrator._models import window_for
-from langchain_session_migrator._summarizer import LangChainSummarizer
+from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
     Budget,
@@ -102,8 +101,11 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
       ``reserve_tokens``). Two reads with nothing new in between return equal lists of the same
       message objects and tokenize nothing; do not mutate them.
     - :attr:`full_messages` is the whole log, which compression never touches.
-    - :meth:`add_messages` / :meth:`aadd_messages` append (a message without an id gets one, so
-      it can be deduplicated and addressed); :meth:`clear` / :meth:`aclear` delete the session.
+    - :meth:`add_messages` / :meth:`aadd_messages` append (a message without an id is stored
+      under one of its own, and reads back as given, without one); ``messages=[...]`` at
+      construction appends too; :meth:`clear` / :meth:`aclear` delete the session.
+    - Two histories are equal when their full logs are (as ``InMemoryChatMessageHistory``
+      compares).
     - :meth:`close` (or ``with``) closes a store the history opened from a URL.
 
     The current model is, first found: the model given to the constructor or
@@ -134,6 +136,11 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
     cutting again: the head of the prompt (system messages, summary) stays the same from call to
     call, which keeps a provider's prompt cache warm; ``0`` cuts afresh at every read.
 
+    ``BaseChatMessageHistory`` is deprecated in langchain-core 1.x (removal in 2.0), with
+    LangGraph persistence as its successor
+    (https://docs.langchain.com/oss/python/langchain/short-term-memory); for agents use
+    :class:`FitToModelMiddleware`, which fits what the agent's state sends.
+
     >>> history = FittedChatMessageHistory("demo", model="gpt-4o-mini", store="memory://")
     >>> history.add_user_message("Hi, I'm Ada.")
     >>> history.add_ai_message("Hello Ada!")
@@ -161,13 +168,15 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         workspace: str = "default",
         metadata: dict[str, Any] | None = None,
         slack: float = DEFAULT_SLACK,
+        messages: Sequence[BaseMessage] | None = None,
     ) -> None:
         super().__init__()
+        check_store(store)
         fitter = SessionFitter(
             session_id,
             store=store,
             strategy=strategy,
-            summarizer=_as_summarizer(summarizer),
+            summarizer=as_summarizer(summarizer),
             reserve_output=reserve_output,
             workspace=workspace,
             metadata=metadata,
@@ -177,6 +186,8 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         self._owns_store = store is None or isinstance(store, str)
         if model is not None:
             self.set_model(model)
+        if messages:
+            self.add_messages(messages)
 
     @classmethod
     def _view(
@@ -186,7 +197,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         *,
         watcher: ModelWatcher | None,
         reserve_tokens: int | None,
-        configured: ModelWindow | None,
+        configured: ModelWindow | Callable[[], ModelWindow | None] | None,
     ) -> FittedChatMessageHistory:
         """A history object over shared state (what the factory hands out for one call)."""
         history = cls.__new__(cls)
@@ -201,7 +212,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         state: _SessionState,
         watcher: ModelWatcher | None,
         reserve_tokens: int | None,
-        configured: ModelWindow | None,
+        configured: ModelWindow | Callable[[], ModelWindow | None] | None,
     ) -> None:
         if reserve_tokens is not None and reserve_tokens < 0:
             raise ValueError(f"reserve_tokens must not be negative, got {reserve_tokens}")
@@ -210,6 +221,8 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         self.reserve_tokens = reserve_tokens
         self._state = state
         self._explicit: ModelWindow | None = None
+        # a callable is resolved at the first read (a name lookup may read files, and an async
+        # chain builds the history on its event loop but reads it in a worker thread)
         self._configured = configured
         self._observed: ModelWindow | None = None
         self._overhead: tuple[Message, ...] | None = None
@@ -235,7 +248,10 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
     @property
     def model(self) -> ModelWindow | None:
         """The window the next read fits to (``None``: no model known, reads give everything)."""
-        return self._explicit or self._configured or self._observed or self._logged_window()
+        configured = self._configured
+        if callable(configured):
+            configured = self._configured = configured()
+        return self._explicit or configured or self._observed or self._logged_window()
 
     def _take_observation(self) -> None:
         if self.watcher is None:
@@ -333,6 +349,16 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         """The session's fitter (its strategy, summarizer and output reserve)."""
         return self._state.fitter
 
+    def _guard_settings(self) -> dict[str, Any]:
+        """What :class:`FitToModel` takes from this history."""
+        fitter, model = self._state.fitter, self.model
+        return {
+            "strategy": fitter.strategy,
+            "summarizer": fitter.summarizer,
+            "reserve_output": fitter.reserve_output,
+            "registry": {model.name: model} if model is not None else {},
+        }
+
     @property
     def store(self) -> Any:
         """The session store (its ``migrations(session_id)`` lists every model change)."""
@@ -346,7 +372,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             log = state.fitter.refresh()
             key = (len(log), log[-1].id if log else None)
             if self.watcher is not None and state.tracked != key:
-                self.watcher.track(self.session_id, log)
+                self.watcher.track(self.session_id, log, messages)
                 state.tracked = key
             return messages
         log = state.fitter.refresh()
@@ -370,7 +396,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
                 state.logged_loaded = True
                 state.tracked = None
                 if self.watcher is not None:
-                    self.watcher.track(self.session_id, result.messages)
+                    self.watcher.track(self.session_id, result.messages, state.view[1])
             return list(state.view[1])
 
     def _asked(self, caller: FrameType) -> CallInput | None:
@@ -399,7 +425,8 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
     # -- writing -----------------------------------------------------------------------------
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Append ``messages`` to the store (idempotent by id; ids are assigned when missing)."""
+        """Append ``messages`` to the store (idempotent by id; a message without an id is stored
+        under one of its own and reads back without one, as it was given)."""
         self._append(self._storable(messages))
 
     def _append(self, core: list[Message]) -> None:
@@ -408,10 +435,9 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
 
     @staticmethod
     def _storable(messages: Sequence[BaseMessage]) -> list[Message]:
-        return [
-            storable(message_to_core(m, id=uuid.uuid4().hex if m.id is None else None))
-            for m in messages
-        ]
+        # a message without an id gets a store id, remembered as not the user's: it reads back
+        # with id=None, equal to what was added (as LangChain's own histories give it back)
+        return [storable(message_to_core(m)) for m in messages]
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """:meth:`add_messages` in a worker thread."""
@@ -434,8 +460,15 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
 
     def close(self) -> None:
         """Close the store if this history opened it from a URL (a given store is left open)."""
-        if self._owns_store:
+        if self._owns_store and self._state.fitter.store_is_open:
             self.store.close()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FittedChatMessageHistory):
+            return NotImplemented
+        return self is other or self.full_messages == other.full_messages
+
+    __hash__ = None  # type: ignore[assignment]  # (equal by content, as pydantic models are)
 
     def __enter__(self) -> Self:
         return self
@@ -449,13 +482,3 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             f"FittedChatMessageHistory({self.session_id!r}, "
             f"model={model.name if model else None!r}, store={self.store!r})"
         )
-
-
-def _as_summarizer(
-    value: Summarizer | BaseChatModel | Runnable[Any, Any] | None,
-) -> Summarizer | None:
-    if value is None:
-        return None
-    if isinstance(value, Runnable):
-        return LangChainSummarizer(value)
-    return value

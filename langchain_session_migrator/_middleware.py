@@ -23,7 +23,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import Runnable
 
-from langchain_session_migrator._history import _as_summarizer
 from langchain_session_migrator._models import model_map, window_for
 from langchain_session_migrator._request import (
     RequestFitter,
@@ -31,6 +30,7 @@ from langchain_session_migrator._request import (
     payload_tokens,
     tool_payload,
 )
+from langchain_session_migrator._summarizer import as_summarizer
 from session_migrator import (
     Compressor,
     MigrationReport,
@@ -96,7 +96,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         super().__init__()
         self._fitter = RequestFitter(
             strategy=strategy,
-            summarizer=_as_summarizer(summarizer),
+            summarizer=as_summarizer(summarizer),
             reserve_output=reserve_output,
             reserve_tokens=reserve_tokens,
             max_summaries=max_summaries,

@@ -13,6 +13,7 @@ from langchain_session_migrator._models import model_name
 from session_migrator import (
     SUMMARY_PROMPT,
     Message,
+    Summarizer,
     SummarizerError,
     TokenCounter,
     redact_secrets,
@@ -20,7 +21,7 @@ from session_migrator import (
     truncate_text,
 )
 
-__all__ = ["SUMMARIZER_TAG", "LangChainSummarizer"]
+__all__ = ["SUMMARIZER_TAG", "LangChainSummarizer", "as_summarizer", "check_store"]
 
 #: Tag on the summarizer's own model runs, so a :class:`ModelWatcher` never takes the
 #: summarizing model for the model the conversation runs on.
@@ -144,3 +145,24 @@ class LangChainSummarizer:
 
     def __repr__(self) -> str:
         return f"LangChainSummarizer({self.name!r})"
+
+
+def check_store(store: Any) -> None:
+    """Refuse a store that is neither a URL nor a store object now, not at the first read."""
+    if store is None or isinstance(store, str):
+        return
+    if not all(callable(getattr(store, name, None)) for name in ("append", "load", "load_since")):
+        raise TypeError(
+            f"store must be a store URL ('memory://', 'sqlite:///path', 'redis://...', "
+            f"'postgresql://...') or a session store object, got {type(store).__name__}"
+        )
+
+
+def as_summarizer(
+    value: Summarizer | BaseChatModel | Runnable[Any, Any] | None,
+) -> Summarizer | None:
+    if value is None:
+        return None
+    if isinstance(value, Runnable):
+        return LangChainSummarizer(value)
+    return value

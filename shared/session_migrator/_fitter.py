@@ -93,12 +93,13 @@ class SessionFitter:
         metadata: dict[str, Any] | None = None,
         slack: float = DEFAULT_SLACK,
     ) -> None:
-        from session_migrator.store import open_store
-
         self.session_id = session_id
-        self.store: BaseSessionStore = (
-            open_store(store) if store is None or isinstance(store, str) else store
+        # a URL is opened at first use, so that constructing a fitter does no I/O (an async
+        # caller builds one on its event loop, and reads it in a worker thread)
+        self._store: BaseSessionStore | None = (
+            None if store is None or isinstance(store, str) else store
         )
+        self._store_url = store if store is None or isinstance(store, str) else None
         check_strategy(strategy)  # (now, not at the first fit)
         self.strategy = strategy
         self.summarizer = summarizer
@@ -118,6 +119,24 @@ class SessionFitter:
         self._from_store: set[str] = set()
         self._last_target: str | None = None
         self._last_target_loaded = False
+
+    @property
+    def store(self) -> BaseSessionStore:
+        """The session store (a store given as a URL is opened here, at first use)."""
+        store = self._store
+        if store is None:
+            from session_migrator.store import open_store
+
+            with self._lock:
+                store = self._store
+                if store is None:
+                    store = self._store = open_store(self._store_url)
+        return store
+
+    @property
+    def store_is_open(self) -> bool:
+        """Whether :attr:`store` was opened (or given)."""
+        return self._store is not None
 
     # -- the full log ----------------------------------------------------------------------
 

@@ -183,3 +183,18 @@ async def test_long_inputs_and_system_prompts_beside_the_history(
         assert request_tokens(kit, model, k) <= budget, k
         kit.assert_paired(model.received[k])
     assert len(history("long-" + mode).full_messages) == 12  # the whole log is kept
+
+
+def test_the_guard_shows_the_models_configurable_fields(
+    kit: Any, make_factory: Callable[..., FittedHistoryFactory]
+) -> None:
+    big = kit.make_model("gpt-4o", 100_000, 1_000)
+    small = kit.make_model("gpt-4o-mini", 1_500, 200)
+    guarded = FitToModel(
+        big.configurable_alternatives(ConfigurableField(id="model"), default_key="big", small=small)
+    )
+    assert [spec.id for spec in guarded.config_specs] == ["model"]
+    factory = make_factory(store="memory://", llm=guarded)  # the factory sees through the guard
+    assert set(factory.windows) >= {"big", "small"}
+    with pytest.raises(TypeError, match="history must be"):
+        FitToModel(small, history=object())  # type: ignore[arg-type]

@@ -61,7 +61,7 @@ def recalled_fact(factory: FittedHistoryFactory, session: str) -> bool:
     history = factory(session, "small")
     report = history.last_report
     assert report is not None
-    fact = next(m.id for m in history.full_messages if FACT in str(m.content))
+    fact = next(m.id for m in history.fitter.messages if FACT in m.text)  # (the store ids)
     return fact in report.recalled_ids
 
 
