@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-only lint format typecheck bench clean
+.PHONY: install demo test test-only test-lowest lint format typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,20 @@ test-only: $(STAMP)
 
 test: lint test-only
 
+# The whole suite on the lowest framework versions the extras allow (constraints/lowest.txt);
+# `make test` in a fresh clone runs on the newest ones. CI runs both.
+LOWEST := .venv-lowest
+$(LOWEST)/.installed: pyproject.toml constraints/lowest.txt
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LOWEST)/bin/python -m pip install --quiet -e '.[all,dev]' -c constraints/lowest.txt
+	touch $(LOWEST)/.installed
+
+test-lowest: $(LOWEST)/.installed
+	$(LOWEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis dist build
+	rm -rf $(VENV) $(LOWEST) .mypy_cache .ruff_cache .pytest_cache .hypothesis dist build

@@ -3,7 +3,11 @@
 - speed, memory and what each kept, this project against the frameworks' built-ins, and the
   floors of tracker issue 7 checked on the same run (:mod:`benchmarks.speed`);
 - fact retention per strategy and budget, next to the built-ins (:mod:`benchmarks.fact_retention`);
-- the cost of one append at the 100th and the 10,000th message (:mod:`benchmarks.store_append`).
+- evidence retention on human-written dialogue (SGD), beside trim and a plain BM25
+  (:mod:`benchmarks.retention`);
+- the cost of one append at the 100th and the 10,000th message (:mod:`benchmarks.store_append`);
+- the cost of one LlamaIndex LLM call with 1, 100 and 1,000 live memories
+  (:mod:`benchmarks.listener_cost`).
 
 A full run with the defaults writes ``benchmarks/results/results.md`` and ``results.json`` (with
 the machine, the versions and the date); any other run (``--quick``: 100 and 1,000 messages,
@@ -28,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import fact_retention, speed, store_append
+from benchmarks import fact_retention, listener_cost, retention, speed, store_append
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COMMAND = "make bench"
@@ -127,12 +131,33 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             fact_retention.markdown(fr),
         ]
+    if "evidence_retention" in report:
+        er = report["evidence_retention"]
+        parts += [
+            "",
+            "## Evidence retention on human-written dialogue (SGD)",
+            "",
+            f"Share of the turns holding each question's evidence that survive verbatim in what "
+            f"the model is sent: {er['questions']} questions over {er['histories']} stitched "
+            f"histories of about {er['history_tokens']:,} tokens, per budget (tokens, or a share "
+            "of the history), beside trim and a plain whole-message BM25. See "
+            "`benchmarks/retention.py`.",
+            "",
+            retention.markdown(er),
+        ]
     if "store_append" in report:
         parts += [
             "",
             "## Store appends are O(1)",
             "",
             store_append.markdown(report["store_append"]),
+        ]
+    if "listener_cost" in report:
+        parts += [
+            "",
+            "## One LLM call costs the same with 1 or 1,000 live LlamaIndex memories",
+            "",
+            listener_cost.markdown(report["listener_cost"]),
         ]
     return "\n".join(parts) + "\n"
 
@@ -145,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated speed cell keys")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["speed", "retention", "store"], help="repeatable")  # fmt: skip
+                        choices=["speed", "retention", "store", "listeners"],
+                        help="repeatable")  # fmt: skip
     parser.add_argument("--out", type=Path, help="folder for results.md and results.json")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a floor fails")
     args = parser.parse_args(argv)
@@ -168,9 +194,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "retention" not in args.skip:
         print("fact retention ...", file=sys.stderr, flush=True)
         report["fact_retention"] = fact_retention.run(quick=args.quick)
+        print("evidence retention (SGD) ...", file=sys.stderr, flush=True)
+        report["evidence_retention"] = retention.run(quick=args.quick)
     if "store" not in args.skip:
         print("store appends ...", file=sys.stderr, flush=True)
         report["store_append"] = store_append.run(quick=args.quick, backends=["memory", "sqlite"])
+    if "listeners" not in args.skip:
+        print("LLM calls with many live memories ...", file=sys.stderr, flush=True)
+        report["listener_cost"] = listener_cost.run(quick=args.quick)
     report["seconds"] = round(time.perf_counter() - started, 1)
 
     text = markdown(report)

@@ -95,7 +95,7 @@ def reset_counts() -> None:
     remembered sentence scores and recall's remembered word stems, so that nothing counted,
     scored or stemmed is cached in the process.
     """
-    from session_migrator import _extractive, _recall, _tokens
+    from session_migrator import _extractive, _fts, _tokens
 
     with _tokens._registry_lock:
         _tokens._tiktoken_counters.clear()
@@ -103,7 +103,7 @@ def reset_counts() -> None:
         _tokens._heuristic.clear()
     _tokens._text_counts.clear()
     _extractive._memo.clear()
-    _recall._stem_memo.clear()
+    _fts._stem_memo.clear()
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

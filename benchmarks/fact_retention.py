@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from session_migrator import Message, ToolCall
+from session_migrator._fts import query_terms
 from session_migrator._migrate import migrate
-from session_migrator._recall import query_terms
 from session_migrator._tokens import counter_for
 from session_migrator._windows import ModelWindow
 

@@ -56,8 +56,8 @@ if TYPE_CHECKING:
 _STEPS = (
     ("fit", "session_migrator._fitter:SessionFitter", "fit"),
     ("recall", "session_migrator._recall", "recall_turns"),
-    ("rank", "session_migrator._recall:RelevanceIndex", "_rank"),
-    ("stems", "session_migrator._recall:_Tokenizer", "stems"),
+    ("rank", "session_migrator._bm25:RelevanceIndex", "_rank"),
+    ("stems", "session_migrator._fts:_Tokenizer", "stems"),
     ("ids", "session_migrator._steady", "ids_without"),
 )
 
@@ -146,7 +146,7 @@ def loop(size: int, seconds: float, strategy: str = "auto") -> int:
     collection); the number of reads after a question.
     """
     from langchain_session_migrator import messages_from_core
-    from session_migrator import _recall
+    from session_migrator import _fts
 
     ctx = _context(size, 1, 60.0, False)
     history = _history("steps-loop", ctx, strategy)
@@ -162,7 +162,7 @@ def loop(size: int, seconds: float, strategy: str = "auto") -> int:
             history.add_messages([more[2 * questions]])
             history.messages  # noqa: B018 - the read after the answer
             history.add_messages([more[2 * questions + 1]])
-            _recall._stem_memo.clear()
+            _fts._stem_memo.clear()
             gc.collect()
             history.messages  # noqa: B018 - the read after the question
             questions += 1
@@ -177,15 +177,15 @@ def cold(size: int, repeats: int = 30) -> list[dict[str, float]]:
     count, warm and after a full collection (keys ``stems_warm``, ``stems_cold``,
     ``count_warm``, ``count_cold``).
     """
-    from session_migrator import _recall
+    from session_migrator import _fts
     from session_migrator._tokens import TiktokenCounter
 
     ctx = _context(size, 1, 60.0, False)
-    tokenizer = _recall._Tokenizer()
+    tokenizer = _fts._Tokenizer()
     counter = TiktokenCounter("o200k_base")
 
     def stems(message: Message) -> object:
-        _recall._stem_memo.clear()  # every word through FTS5, as a process's first questions
+        _fts._stem_memo.clear()  # every word through FTS5, as a process's first questions
         return tokenizer.stems(message.text)
 
     steps: dict[str, Callable[[Message], object]] = {

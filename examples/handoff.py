@@ -30,8 +30,7 @@ from pydantic import Field
 
 from langchain_session_migrator import FittedChatMessageHistory, messages_to_core
 from llamaindex_session_migrator import SessionMigratorMemory, from_chat_messages
-from session_migrator import TiktokenCounter
-from session_migrator._rules import is_valid_chat
+from session_migrator import TiktokenCounter, chat_rule_violations
 
 SESSION = "trip-planning"
 COUNTER = TiktokenCounter("o200k_base")
@@ -143,7 +142,7 @@ async def llamaindex_side(url: str) -> None:
         f"2. LlamaIndex on gpt-4o-mini (window {llm.context_window:,}) sees "
         f"{len(fitted)} of {len(memory.get_all())} messages: {report.decision}, "
         f"{report.tokens_before:,} -> {report.tokens_after:,} tokens (budget {report.budget:,}); "
-        f"valid chat with tool pairs: {is_valid_chat(from_chat_messages(fitted))}"
+        f"valid chat with tool pairs: {not chat_rule_violations(from_chat_messages(fitted))}"
     )
     agent = FunctionAgent(tools=[get_weather], llm=llm, system_prompt="You plan trips.")
     for ask in ["And the weather in Bergen?", "Which option do you recommend?"]:

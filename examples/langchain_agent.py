@@ -26,8 +26,7 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langchain_session_migrator import FitToModelMiddleware, messages_to_core, window_for
-from session_migrator import Budget
-from session_migrator._migrate import default_counter
+from session_migrator import Budget, counter_for
 
 CALLS: list[tuple[str, list[BaseMessage]]] = []
 
@@ -133,7 +132,7 @@ def main() -> None:
     print(f"{'call':>4}  {'model':<12} {'sent':>5} {'tokens':>7} {'budget':>7}  last message sent")
     for n, (name, sent) in enumerate(CALLS, 1):
         window = window_for(big if name == "gpt-4o" else small)
-        counter = default_counter(window)
+        counter = counter_for(window.tokenizer, model=window.name)
         tokens = counter.count_messages(messages_to_core(sent)) + counter.count_text(schema) + 8
         budget = Budget.for_window(window, exact=counter.exact).tokens
         paired = _paired(sent)

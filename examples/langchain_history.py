@@ -33,8 +33,7 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 from pydantic import Field
 
 from langchain_session_migrator import FittedHistoryFactory, messages_to_core, window_for
-from session_migrator import Budget
-from session_migrator._migrate import default_counter
+from session_migrator import Budget, counter_for
 
 
 class FakeChatModel(GenericFakeChatModel):
@@ -110,7 +109,7 @@ def main() -> None:
             chain.invoke({"input": question}, config)
             model = big if key == "big" else small
             window = window_for(model)
-            counter = default_counter(window)
+            counter = counter_for(window.tokenizer, model=window.name)
             tokens = counter.count_messages(messages_to_core(model.last_sent))
             budget = Budget.for_window(window, exact=counter.exact).tokens
             report = history("cfo-weekly", key).last_report

@@ -6,6 +6,9 @@
 - :class:`FittedHistoryFactory`: builds those histories per call, with the
   ``history_factory_config`` that lets one configurable ``model`` field select both the chat
   model and the fit, and a :class:`ModelWatcher` callback that records which model ran;
+- :class:`FitToModel`: wraps the chat model of a chain, so every request it gets (history,
+  prompt, input, bound tools and schemas) fits that model, fallbacks and alternatives each on
+  their first call;
 - :class:`FitToModelMiddleware`: for ``langchain.agents.create_agent``, fits each model call to
   the model about to run (needs the ``langchain`` package);
 - :class:`LangChainSummarizer`: any LangChain chat model as the summarizer;
@@ -35,6 +38,7 @@ from langchain_session_migrator._convert import (
     messages_to_core,
 )
 from langchain_session_migrator._factory import FittedHistoryFactory
+from langchain_session_migrator._guard import FitToModel
 from langchain_session_migrator._history import FittedChatMessageHistory
 from langchain_session_migrator._models import window_for
 from langchain_session_migrator._summarizer import LangChainSummarizer
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from langchain_session_migrator._middleware import FitToModelMiddleware
 
 __all__ = [
+    "FitToModel",
     "FitToModelMiddleware",
     "FittedChatMessageHistory",
     "FittedHistoryFactory",

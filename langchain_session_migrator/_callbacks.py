@@ -45,8 +45,8 @@ from session_migrator import (
     ModelWindow,
     UnknownModelError,
     calibrate,
+    default_counter,
 )
-from session_migrator._migrate import default_counter
 
 __all__ = ["ModelWatcher", "Observation"]
 

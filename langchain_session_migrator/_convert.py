@@ -60,8 +60,7 @@ from langchain_core.messages import (
 )
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from session_migrator import ContentPart, InvalidMessageError, Message, ToolCall
-from session_migrator._messages import MARKER_KEY, Role
+from session_migrator import MARKER_KEY, ContentPart, InvalidMessageError, Message, Role, ToolCall
 
 __all__ = [
     "LANGCHAIN_KEY",

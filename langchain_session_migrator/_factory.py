@@ -21,11 +21,15 @@ from langchain_session_migrator._history import (
     _SessionState,
 )
 from langchain_session_migrator._models import model_map, model_name, window_for
-from session_migrator import ModelWindow
-from session_migrator._fit import check_slack
-from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
-from session_migrator._strategies import Compressor, check_strategy
-from session_migrator._summarizers import Summarizer
+from session_migrator import (
+    DEFAULT_SLACK,
+    Compressor,
+    ModelWindow,
+    SessionFitter,
+    Summarizer,
+    check_slack,
+    check_strategy,
+)
 
 __all__ = ["FittedHistoryFactory"]
 
@@ -150,6 +154,11 @@ class FittedHistoryFactory:
             window = window.with_changes(name=key)
         self._models[key] = window
         self.watcher.register(window, name=key)
+
+    @property
+    def windows(self) -> dict[str, ModelWindow]:
+        """The registered windows by key or name (a copy): configurable keys and ``models``."""
+        return dict(self._models)
 
     def resolve(self, model: Any) -> ModelWindow | None:
         """The window a configured value stands for (``None`` for no value).

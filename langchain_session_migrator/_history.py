@@ -7,23 +7,33 @@ import sys
 import threading
 import uuid
 from collections.abc import Sequence
-from types import CodeType, FrameType
+from types import FrameType
 from typing import Any, Self
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._convert import message_from_core, message_to_core, storable
+from langchain_session_migrator._loading import CallInput, input_being_loaded
 from langchain_session_migrator._models import window_for
 from langchain_session_migrator._summarizer import LangChainSummarizer
-from session_migrator import Budget, Message, ModelWindow, TokenCounter, UnknownModelError
-from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
-from session_migrator._migrate import MigrationReport, MigrationResult, default_counter
-from session_migrator._strategies import Compressor, uses_query
-from session_migrator._summarizers import Summarizer
+from session_migrator import (
+    DEFAULT_SLACK,
+    Budget,
+    Compressor,
+    Message,
+    MigrationReport,
+    MigrationResult,
+    ModelWindow,
+    SessionFitter,
+    Summarizer,
+    UnknownModelError,
+    default_counter,
+    uses_query,
+)
 
 __all__ = ["FittedChatMessageHistory"]
 
@@ -34,6 +44,10 @@ DEFAULT_RESERVE_CAP = 1024
 #: A learned overhead is rounded up to a multiple of this, so similar calls fit alike (and the
 #: next input may be a little longer than the last).
 OVERHEAD_STEP = 64
+#: The room kept beside the history is at most this share of the input budget.
+MAX_RESERVE_SHARE = 0.85
+#: The roles of a call's input messages (the rest of what a chain adds is its prompt).
+_INPUT_ROLES = frozenset({"user", "tool"})
 
 
 class _SessionState:
@@ -49,21 +63,9 @@ class _SessionState:
         self.full: tuple[int, str | None, list[BaseMessage]] | None = None
         self.logged_target: str | None = None
         self.logged_loaded = False
-        # the question the log (length, last id) was last fitted for: the reads of one call
-        # (before and after its model runs, with nothing added between) fit alike
-        self.question: tuple[tuple[int, str | None], str] | None = None
-        # that question's tokens by a counter (question, counter name, tokens): each read of a
-        # call would tokenize it again
-        self.question_cost: tuple[str, str, int] | None = None
-
-    def question_tokens(self, question: str, counter: TokenCounter) -> int:
-        """What ``question``, as a user message, costs by ``counter`` (kept for the next read)."""
-        held = self.question_cost
-        if held is not None and held[0] == question and held[1] == counter.name:
-            return held[2]
-        tokens = counter.count_message(Message("user", question))
-        self.question_cost = (question, counter.name, tokens)
-        return tokens
+        # the input of the call the log (length, last id) was last fitted for: the reads of one
+        # call (before and after its model runs, with nothing added between) fit alike
+        self.question: tuple[tuple[int, str | None], CallInput] | None = None
 
     def to_langchain(self, messages: Sequence[Message]) -> list[BaseMessage]:
         out: list[BaseMessage] = []
@@ -123,8 +125,11 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
     ``SESSION_MIGRATOR_HOME``. ``summarizer`` is a core summarizer or any LangChain chat model
     (wrapped in :class:`LangChainSummarizer`). ``reserve_output`` overrides the output tokens
     held back. ``reserve_tokens`` is the room kept for the prompt around the history; by default
-    it is what the watcher measured on the session's last run (rounded up to 64 tokens, at most
-    half the budget), and before any run 10% of the budget, at most 1,024 tokens. ``slack``
+    it is this call's input (its human and tool messages) plus the prompt the watcher measured
+    on the session's last run, or before any run 10% of the budget (at most 1,024 tokens) for
+    it (see :meth:`reserved_tokens`). The history cannot see everything a chain adds: wrap the
+    chat model in :class:`FitToModel` for a request that always fits. A trailing tool call whose
+    results are the call's input is always kept, with them. ``slack``
     (default 5%) is the share of the room a cut leaves free so that the next turns fit without
     cutting again: the head of the prompt (system messages, summary) stays the same from call to
     call, which keeps a provider's prompt cache warm; ``0`` cuts afresh at every read.
@@ -259,26 +264,29 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         except UnknownModelError:
             return None
 
-    def reserved_tokens(self, window: ModelWindow, question: str | None = None) -> int:
-        """Tokens kept free for what the chain adds around the history, for ``window``: what
-        it added last time (the prompt, the input), with room for ``question``, this call's
-        input, where it is longer than the last one.
+    def reserved_tokens(self, window: ModelWindow, asked: CallInput | None = None) -> int:
+        """Tokens kept free for what the chain adds around the history, for ``window``.
+
+        With what the watcher saw of the last run: what the chain added then besides its input
+        (the prompt), plus ``asked``, this call's input (human and tool messages), or the last
+        input when this one is not known. Before any run: ``asked`` plus 10% of the budget (at
+        most 1,024 tokens) for the prompt. Rounded up to 64 tokens, at most
+        :data:`MAX_RESERVE_SHARE` of the budget (the history keeps some room; the chat model
+        guard, ``FitToModel``, fits what is still over).
         """
         if self.reserve_tokens is not None:
             return self.reserve_tokens
         budget = Budget.for_window(
             window, exact=True, reserve_output=self._state.fitter.reserve_output
         ).tokens
+        counter = default_counter(window)
+        now = asked.tokens(counter) if asked is not None else 0
         if self._overhead is not None:
-            counter = default_counter(window)
-            used = sum(counter.count_message(m) for m in self._overhead)
-            if question is not None:
-                last = next((m for m in reversed(self._overhead) if m.role == "user"), None)
-                now = self._state.question_tokens(question, counter)
-                used += max(0, now - (counter.count_message(last) if last is not None else 0))
-            # at most half the budget: one huge prompt must not leave the history no room
-            return min(-(-used // OVERHEAD_STEP) * OVERHEAD_STEP, budget // 2)
-        return min(DEFAULT_RESERVE_CAP, int(budget * DEFAULT_RESERVE_SHARE))
+            prompt = [m for m in self._overhead if asked is None or m.role not in _INPUT_ROLES]
+            used = sum(counter.count_message(m) for m in prompt) + now
+        else:
+            used = now + min(DEFAULT_RESERVE_CAP, int(budget * DEFAULT_RESERVE_SHARE))
+        return min(-(-used // OVERHEAD_STEP) * OVERHEAD_STEP, int(budget * MAX_RESERVE_SHARE))
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -321,11 +329,16 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         return last.report if last is not None else None
 
     @property
+    def fitter(self) -> SessionFitter:
+        """The session's fitter (its strategy, summarizer and output reserve)."""
+        return self._state.fitter
+
+    @property
     def store(self) -> Any:
         """The session store (its ``migrations(session_id)`` lists every model change)."""
         return self._state.fitter.store
 
-    def _read(self, asked: str | None = None) -> list[BaseMessage]:
+    def _read(self, asked: CallInput | None = None) -> list[BaseMessage]:
         window = self.model
         state = self._state
         if window is None:
@@ -341,11 +354,13 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             # nothing to fit; and SessionFitter.fit would try to log a migration for a session
             # the store does not have yet (it raises SessionNotFoundError)
             return []
-        question = self._question(log, asked)
+        asked = self._question(log, asked)
+        question = asked.question if asked is not None else None
         result = state.fitter.fit(
             window,
             query=question if uses_query(state.fitter.strategy) else None,
-            extra_reserved=self.reserved_tokens(window, question),
+            extra_reserved=self.reserved_tokens(window, asked),
+            pending_calls=asked is not None and bool(asked.answers),
         )
         with state.lock:
             state.last = result
@@ -358,21 +373,19 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
                     self.watcher.track(self.session_id, result.messages)
             return list(state.view[1])
 
-    def _asked(self, caller: FrameType) -> str | None:
-        """The question of the ``RunnableWithMessageHistory`` call whose history-loading step
-        is ``caller`` (or its caller), where it matters: for a strategy that uses a question, or
-        for the room it takes beside the history (once a watcher saw what the chain adds).
+    def _asked(self, caller: FrameType) -> CallInput | None:
+        """The input of the ``RunnableWithMessageHistory`` call whose history-loading step is
+        ``caller`` (or its caller): its question for recall, its size for the room beside the
+        history, and the tool results that answer a trailing call of the log.
         """
-        if self._overhead is None and not uses_query(self._state.fitter.strategy):
-            return None
-        return _question_being_loaded(caller)
+        return input_being_loaded(caller)
 
-    def _question(self, log: Sequence[Message], asked: str | None) -> str | None:
-        """What query-aware recall ranks the cut turns against: ``asked`` (the question of the
-        call loading the history, not in the log yet), else the question the same log was last
-        fitted for (``RunnableWithMessageHistory`` reads the history again after the model ran,
-        and both reads must give the same messages), else ``None``: the latest user message in
-        the log.
+    def _question(self, log: Sequence[Message], asked: CallInput | None) -> CallInput | None:
+        """The input the read fits for: ``asked`` (the input of the call loading the history,
+        not in the log yet), else the one the same log was last fitted for
+        (``RunnableWithMessageHistory`` reads the history again after the model ran, and both
+        reads must give the same messages), else ``None``: recall ranks against the latest
+        user message in the log.
         """
         state = self._state
         key = (len(log), log[-1].id)
@@ -436,44 +449,6 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
             f"FittedChatMessageHistory({self.session_id!r}, "
             f"model={model.name if model else None!r}, store={self.store!r})"
         )
-
-
-#: The code of ``RunnableWithMessageHistory``'s history-loading steps (sync and async), once
-#: looked up.
-_LOADERS: frozenset[CodeType] | None = None
-
-
-def _question_being_loaded(frame: FrameType) -> str | None:
-    """The question of the ``RunnableWithMessageHistory`` call whose history-loading step made
-    this read (``frame``: the reader's caller; the step is it or its caller), else ``None``.
-
-    ``BaseChatMessageHistory.messages`` takes no input, and callbacks do not see a streamed
-    call's input when its history loads, so the input is read where LangChain holds it: the
-    ``value`` of the loading step (``_enter_history`` / ``_aenter_history``), interpreted as
-    that step interprets it (``input_messages_key``, ``_get_input_messages``). The question is
-    the text of its last human message. Anything unexpected gives ``None``, and the read ranks
-    against the latest user message in the history.
-    """
-    global _LOADERS
-    if _LOADERS is None:
-        from langchain_core.runnables.history import RunnableWithMessageHistory
-
-        loader = RunnableWithMessageHistory
-        _LOADERS = frozenset((loader._enter_history.__code__, loader._aenter_history.__code__))
-    step = frame if frame.f_code in _LOADERS else frame.f_back
-    if step is None or step.f_code not in _LOADERS:
-        return None
-    owner: Any = step.f_locals.get("self")
-    value: Any = step.f_locals.get("value")
-    try:
-        key = owner.input_messages_key
-        sent = owner._get_input_messages(value[key] if key else value)
-    except Exception:  # an input the chain itself will reject: not ours to report
-        return None
-    for message in reversed(sent):
-        if isinstance(message, HumanMessage):
-            return str(message.text).strip() or None
-    return None
 
 
 def _as_summarizer(

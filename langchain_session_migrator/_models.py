@@ -31,8 +31,7 @@ from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.runnables.configurable import RunnableConfigurableAlternatives
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
-from session_migrator import ModelWindow, UnknownModelError
-from session_migrator._models import infer_tokenizer, lookup_model
+from session_migrator import ModelWindow, UnknownModelError, infer_tokenizer, lookup_model
 
 __all__ = ["ModelLike", "model_map", "model_name", "unwrap_model", "window_for"]
 

@@ -10,9 +10,15 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_session_migrator._models import model_name
-from session_migrator import Message, SummarizerError, TokenCounter
-from session_migrator._fit import truncate_text
-from session_migrator._summarizers import SUMMARY_PROMPT, summary_request
+from session_migrator import (
+    SUMMARY_PROMPT,
+    Message,
+    SummarizerError,
+    TokenCounter,
+    redact_secrets,
+    summary_request,
+    truncate_text,
+)
 
 __all__ = ["SUMMARIZER_TAG", "LangChainSummarizer"]
 
@@ -94,7 +100,9 @@ class LangChainSummarizer:
         try:
             reply = self.model.invoke(request, config=self._config())
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.model)
+            ) from exc
         return self._text(reply, max_tokens, counter)
 
     async def asummarize(
@@ -110,7 +118,9 @@ class LangChainSummarizer:
         try:
             reply = await self.model.ainvoke(request, config=self._config())
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.model)
+            ) from exc
         return self._text(reply, max_tokens, counter)
 
     def _config(self) -> RunnableConfig:

@@ -27,6 +27,7 @@ from llamaindex_session_migrator._convert import (
     to_chat_messages,
 )
 from llamaindex_session_migrator._fitted_memory import FittedMemory
+from llamaindex_session_migrator._guard import FitToModelLLM
 from llamaindex_session_migrator._memory import ModelSource, SessionMigratorMemory
 from llamaindex_session_migrator._memory_reference import MemoryNotRestorableError
 from llamaindex_session_migrator._models import window_for, window_from_metadata
@@ -34,6 +35,7 @@ from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 
 __all__ = [
     "LLAMAINDEX_KEY",
+    "FitToModelLLM",
     "FittedMemory",
     "LlamaIndexSummarizer",
     "MemoryNotRestorableError",

@@ -15,6 +15,7 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
 from llamaindex_session_migrator._convert import to_chat_message
+from llamaindex_session_migrator._instrumentation import ModelListener, publish
 from session_migrator import Message, MigrationResult
 
 __all__ = ["HandOut", "copy_message", "edited_positions"]
@@ -102,8 +103,11 @@ class HandOut:
             self._handed = ()
             self._ids = set()
 
-    def hand_out(self, result: MigrationResult) -> list[ChatMessage]:
-        """A new list of ``result``'s messages (shared, fresh copies where LlamaIndex edits)."""
+    def hand_out(
+        self, result: MigrationResult, listener: ModelListener | None = None
+    ) -> list[ChatMessage]:
+        """A new list of ``result``'s messages (shared, fresh copies where LlamaIndex edits),
+        published under ``listener`` (the guard and the model watcher find the memory so)."""
         with self._lock:
             stale: tuple[ChatMessage, ...] = ()  # the copies of the previous read of this fit
             if self._result is not result:
@@ -122,6 +126,8 @@ class HandOut:
             self._ids.update(map(id, handed))
             self._ids.difference_update(map(id, stale))
             self._handed = handed
+            if listener is not None:
+                publish(listener, self._shared, result.messages, self._fresh, out)
             return out
 
     def carried(self, messages: list[Any], exact: bool) -> bool:

@@ -16,7 +16,7 @@ from llama_index.core.memory import ChatMemoryBuffer
 
 from llamaindex_session_migrator._convert import from_chat_message
 from llamaindex_session_migrator._handout import HandOut
-from llamaindex_session_migrator._instrumentation import listen
+from llamaindex_session_migrator._instrumentation import listen, unlisten
 from llamaindex_session_migrator._memory_hooks import (
     MemoryListener,
     PromptTokenizer,
@@ -405,7 +405,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         **kwargs: Any,
     ) -> list[ChatMessage]:
         """The conversation fitted to the current model (see the class docstring)."""
-        return self._handout.hand_out(self._fit(input, initial_token_count))
+        return self._handout.hand_out(self._fit(input, initial_token_count), self._listener)
 
     async def aget(
         self,
@@ -477,6 +477,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             self._get_fitter().clear()
             self._fitter = None  # a new fitter: the old one remembers the deleted migration log
             self._handout.forget()
+            if self._listener is not None:
+                unlisten(self._listener)
 
     async def areset(self) -> None:
         """:meth:`reset` in a worker thread."""
@@ -485,6 +487,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     def close(self) -> None:
         """Close the store if this memory opened it (a store object given in is left open)."""
         with self._lock:
+            if self._listener is not None:
+                unlisten(self._listener)  # (no more calls are matched against this memory)
             if self._store is not None and self._owns_store:
                 self._store.close()
                 self._store = None

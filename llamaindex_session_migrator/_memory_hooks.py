@@ -43,6 +43,11 @@ class MemoryListener:
     def __init__(self, memory: SessionMigratorMemory) -> None:
         self._memory = weakref.ref(memory)
 
+    @property
+    def memory(self) -> SessionMigratorMemory | None:
+        """The memory (``None`` once it is gone): the guard reads its store and session id."""
+        return self._memory()
+
     def on_chat_start(self, messages: list[Any], model_dict: dict[str, Any], exact: bool) -> bool:
         memory = self._memory()
         return memory._observe(messages, model_dict, exact) if memory is not None else False

@@ -2,15 +2,18 @@
 :class:`~session_migrator.ModelWindow`.
 
 The framework's own facts win: ``metadata.context_window`` is the window and ``num_output``
-(when positive) the output to reserve, ``source="metadata"``. The ``model_name`` is looked up
+(when positive) the output to reserve, ``source="metadata"``. LlamaIndex asks for the whole
+``num_output`` on every call (it is sent as ``max_tokens``), so the input cap is the window less
+``num_output``, whatever share of the window that is (the core's default reserve alone would hold
+back at most a quarter of it). The ``model_name`` is looked up
 only for what the metadata does not say: the tokenizer family (an unknown name is inferred from
 its spelling, else counted as ``other``, the most conservative estimate) and, when the bundled
 window is the same as the metadata's, the model's separate input cap (gpt-5: 272k of 400k).
 
 >>> from llama_index.core.llms import MockLLM
 >>> w = window_for(MockLLM(max_tokens=64))
->>> (w.context_window, w.max_output_tokens, w.source)
-(3900, 64, 'metadata')
+>>> (w.context_window, w.max_input_tokens, w.max_output_tokens, w.source)
+(3900, 3836, 64, 'metadata')
 """
 
 from __future__ import annotations
@@ -61,15 +64,15 @@ def window_from_metadata(metadata: LLMMetadata | Mapping[str, Any]) -> ModelWind
     raw_name = data.get("model_name") or data.get("model") or "unknown"
     name = str(raw_name).strip() or "unknown"
     num_output = _positive(data.get("num_output"))
+    # the input LlamaIndex can send beside the max_tokens it asks for (at least one token)
+    room = context_window - min(num_output, context_window - 1) if num_output else context_window
     try:
         base: ModelWindow | None = lookup_model(name)
     except (UnknownModelError, ValueError):
         base = None
     if base is not None:
         max_input = (
-            min(base.max_input_tokens, context_window)
-            if base.context_window == context_window
-            else context_window
+            min(base.max_input_tokens, room) if base.context_window == context_window else room
         )
         return ModelWindow(
             name=base.name,
@@ -85,7 +88,7 @@ def window_from_metadata(metadata: LLMMetadata | Mapping[str, Any]) -> ModelWind
         name=name,
         provider=str(data.get("class_name") or "llamaindex"),
         context_window=context_window,
-        max_input_tokens=context_window,
+        max_input_tokens=room,
         max_output_tokens=num_output,
         tokenizer=infer_tokenizer(name),
         source="metadata",

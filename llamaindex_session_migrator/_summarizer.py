@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 
-from session_migrator import Message, SummarizerError, TokenCounter, summary_request
+from session_migrator import Message, SummarizerError, TokenCounter, redact_secrets, summary_request
 
 __all__ = ["LlamaIndexSummarizer"]
 
@@ -78,7 +78,9 @@ class LlamaIndexSummarizer:
         try:
             response = self.llm.chat(request)
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.llm)
+            ) from exc
         return self._text(response.message.content)
 
     async def asummarize(
@@ -94,5 +96,7 @@ class LlamaIndexSummarizer:
         try:
             response = await self.llm.achat(request)
         except Exception as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self.llm)
+            ) from exc
         return self._text(response.message.content)

@@ -44,6 +44,7 @@ class ModelTracker:
         self._observed: tuple[int, ModelWindow] | None = None
         self._metadata_cache: tuple[Hashable, ModelWindow] | None = None
         self._last: ModelWindow | None = None
+        self._observed_cache: tuple[Hashable, ModelWindow] | None = None
 
     def set_explicit(self, model: ModelLike | None) -> None:
         """Pin ``model`` (checked now: an unknown name raises ``UnknownModelError``)."""
@@ -93,11 +94,23 @@ class ModelTracker:
 
     def observe(self, model_dict: Mapping[str, Any]) -> None:
         """Record the model of a chat call that carried the memory's history (an event's
-        ``model_dict``); ignored when it says no window or is the one last resolved."""
-        try:
-            window = window_from_metadata(model_dict)
-        except ValueError:
-            return
+        ``model_dict``); ignored when it says no window or is the one last resolved.
+
+        The window of the last ``model_dict`` seen is kept: a call costs no lookup (an unknown
+        name's lookup ranks every known name) unless the model changed."""
+        key = tuple(
+            str(model_dict.get(k))
+            for k in ("class_name", "model_name", "model", "context_window", "num_output")
+        )
+        cached = self._observed_cache
+        if cached is not None and cached[0] == key:
+            window = cached[1]
+        else:
+            try:
+                window = window_from_metadata(model_dict)
+            except ValueError:
+                return
+            self._observed_cache = (key, window)
         with self._lock:
             if window != self._last:
                 self._observed = (next(self._seq), window)

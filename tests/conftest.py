@@ -105,9 +105,20 @@ def require_server(kind: str) -> None:
 
 @pytest.fixture
 def redis_url() -> Iterator[str]:
-    """A Redis store URL with a key prefix of this test's own; its keys are deleted after."""
+    """A Redis store URL with a key prefix of this test's own; its keys are deleted after.
+
+    The test server may keep nothing across a restart (this machine's runs with ``--save ""``):
+    opening a store on it then warns (StoreDurabilityWarning), which is expected here, for this
+    test only (tests/store/test_durability.py checks the warning itself).
+    """
     require_server("redis")
+    import warnings
+
     import redis
+
+    from session_migrator import StoreDurabilityWarning
+
+    warnings.filterwarnings("ignore", category=StoreDurabilityWarning)  # (reset after the test)
 
     prefix = f"smtest:{uuid.uuid4().hex}:"
     yield f"{REDIS_URL}?prefix={prefix}"

@@ -16,21 +16,25 @@ from session_migrator._errors import (
     BudgetError,
     ConflictError,
     ImportFormatError,
+    InvalidIdError,
     InvalidMessageError,
     MissingDependencyError,
     SessionMigratorError,
     SessionNotFoundError,
+    StoreDurabilityWarning,
     StoreError,
     SummarizerError,
     UnknownModelError,
 )
-from session_migrator._fit import check_slack
+from session_migrator._fit import check_slack, truncate_text
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._live import is_stale as models_cache_is_stale
 from session_migrator._live import refresh as refresh_models
 from session_migrator._messages import (
+    MARKER_KEY,
     ContentPart,
     Message,
+    Role,
     Session,
     ToolCall,
     messages_from_openai,
@@ -45,6 +49,7 @@ from session_migrator._migrate import (
     plan,
 )
 from session_migrator._models import (
+    infer_tokenizer,
     known_models,
     load_overrides,
     lookup_model,
@@ -53,6 +58,7 @@ from session_migrator._models import (
     unregister_model,
 )
 from session_migrator._online_counters import AnthropicCounter, GeminiCounter
+from session_migrator._redact import redact_secrets
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import (
     AutoStrategy,
@@ -65,6 +71,7 @@ from session_migrator._strategies import (
     uses_query,
 )
 from session_migrator._summarizers import (
+    SUMMARY_PROMPT,
     ExtractiveSummarizer,
     OpenAISummarizer,
     Summarizer,
@@ -87,6 +94,8 @@ from session_migrator.store import open_store
 
 __all__ = [
     "DEFAULT_SLACK",
+    "MARKER_KEY",
+    "SUMMARY_PROMPT",
     "TOKENS_PER_MESSAGE",
     "AnthropicCounter",
     "AutoStrategy",
@@ -101,6 +110,7 @@ __all__ = [
     "ExtractiveSummarizer",
     "GeminiCounter",
     "ImportFormatError",
+    "InvalidIdError",
     "InvalidMessageError",
     "Message",
     "MigrationReport",
@@ -110,10 +120,12 @@ __all__ = [
     "OpenAISummarizer",
     "Plan",
     "RecallStrategy",
+    "Role",
     "Session",
     "SessionFitter",
     "SessionMigratorError",
     "SessionNotFoundError",
+    "StoreDurabilityWarning",
     "StoreError",
     "SummarizeStrategy",
     "Summarizer",
@@ -132,6 +144,7 @@ __all__ = [
     "check_strategy",
     "counter_for",
     "default_counter",
+    "infer_tokenizer",
     "known_models",
     "load_overrides",
     "lookup_model",
@@ -143,10 +156,12 @@ __all__ = [
     "open_store",
     "plan",
     "recalibrate_from_exact",
+    "redact_secrets",
     "refresh_models",
     "register_model",
     "reset_calibration",
     "summary_request",
+    "truncate_text",
     "unregister_model",
     "uses_query",
 ]

@@ -21,6 +21,7 @@ from session_migrator._fit import (
     truncate_text,
 )
 from session_migrator._messages import MARKER_KEY, Message
+from session_migrator._redact import redact_secrets
 from session_migrator._result import CompressionResult, broken_note, latest_user_text
 from session_migrator._steady import Steady, again, ids_without
 from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
@@ -59,7 +60,9 @@ class _Engine:
         if layout.counted_from and not _newest_counted_enough(layout, available):
             # the counted newest units alone do not show where the fit stops (unusual: broken
             # messages among them, or one huge turn): count the rest
-            layout = build_units(messages, [counter.count_message(m) for m in messages])
+            layout = build_units(
+                messages, [counter.count_message(m) for m in messages], pending=layout.pending
+            )
         if layout.broken:
             notes.append(broken_note(len(layout.broken)))
         if layout.units_cost <= available:
@@ -369,15 +372,21 @@ class _Engine:
                 # below, as the message it becomes)
             except SummarizerError as exc:
                 fallbacks.append(
-                    f"summarizer {used_name} failed ({exc}); used the offline "
-                    "extractive summarizer instead"
+                    redact_secrets(
+                        f"summarizer {used_name} failed ({exc}); used the offline "
+                        "extractive summarizer instead",
+                        self.summarizer,
+                    )
                 )
                 used_name = ExtractiveSummarizer.name
                 text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)
             except Exception as exc:  # a user-supplied summarizer may raise anything
                 fallbacks.append(
-                    f"summarizer {used_name} raised {type(exc).__name__}: {exc}; "
-                    "used the offline extractive summarizer instead"
+                    redact_secrets(
+                        f"summarizer {used_name} raised {type(exc).__name__}: {exc}; "
+                        "used the offline extractive summarizer instead",
+                        self.summarizer,
+                    )
                 )
                 used_name = ExtractiveSummarizer.name
                 text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)

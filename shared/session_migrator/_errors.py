@@ -5,13 +5,17 @@
     ├── UnknownModelError        a model name has no known window (close matches attached)
     ├── BudgetError              the budget cannot hold even the minimum result
     ├── SummarizerError          a summarizer failed (callers fall back to trim)
-    ├── StoreError               a store operation failed
+    ├── StoreError               a store operation failed (the backend's own error attached)
+    │   ├── InvalidIdError       a session, workspace or user id is not a non-empty string
     │   ├── SessionNotFoundError
     │   └── ConflictError        a write lost a race (e.g. a summary revision changed)
     ├── ImportFormatError        a session file cannot be read
     └── MissingDependencyError   an optional extra is not installed (install command attached)
 
 Each carries structured fields and a message that says what happened and how to fix it.
+
+Warnings: :class:`StoreDurabilityWarning` (a store opened on a server that keeps nothing across
+a restart).
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ __all__ = [
     "BudgetError",
     "ConflictError",
     "ImportFormatError",
+    "InvalidIdError",
     "InvalidMessageError",
     "MissingDependencyError",
     "SessionMigratorError",
     "SessionNotFoundError",
+    "StoreDurabilityWarning",
     "StoreError",
     "SummarizerError",
     "UnknownModelError",
@@ -118,7 +124,29 @@ class SummarizerError(SessionMigratorError, RuntimeError):
 
 
 class StoreError(SessionMigratorError, RuntimeError):
-    """A session store operation failed."""
+    """A session store operation failed. A backend's own error (``redis.exceptions.*``,
+    ``psycopg.Error``, ``sqlite3.Error``) is its ``__cause__``."""
+
+
+class InvalidIdError(StoreError, ValueError):
+    """``what`` (``session_id``, ``workspace``, ``user_id``, ...) is not a non-empty string;
+    ``value`` is what was given. Ids are data: any non-empty string is stored as given."""
+
+    def __init__(self, what: str, value: object) -> None:
+        self.what = what
+        self.value = value
+        super().__init__(
+            f"{what} must be a non-empty string, got {value!r} ({type(value).__name__}); "
+            f"pass the id as text, e.g. {what}='chat-1'"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.what, self.value))
+
+
+class StoreDurabilityWarning(UserWarning):
+    """The store's server keeps nothing across a restart (e.g. Redis with ``save ""`` and
+    ``appendonly no``): every acknowledged message is lost when it restarts."""
 
 
 class SessionNotFoundError(StoreError, LookupError):

@@ -71,6 +71,9 @@ class Layout:
     ``slack`` (a :class:`Ledger`'s): the share of the room for the newest turns that a cut leaves
     free, so that the next messages fit without cutting again (see :class:`Ledger`).
 
+    ``pending``: the newest assistant tool call, while it awaits its results, is a unit (the
+    last), not broken: its results come with the next input (see :meth:`Ledger.layout`).
+
     ``counted_from``: the messages before this index that are not system messages were not
     counted (their units' costs are 0): a cold migration counts
     the newest messages only until they are over the budget. Only the newest units are read by
@@ -86,6 +89,7 @@ class Layout:
     cache: dict[str, Any] | None = None
     counted_from: int = 0
     slack: float = 0.0
+    pending: bool = False
 
     @property
     def contiguous(self) -> bool:
@@ -192,23 +196,34 @@ class Ledger:
                 bisect.insort(self._broken, i)
         self._open = None
 
-    def layout(self) -> Layout:
-        """The layout of the messages so far (lists are shared: callers must not change them)."""
+    def layout(self, *, pending: bool = False) -> Layout:
+        """The layout of the messages so far (lists are shared: callers must not change them).
+
+        The newest assistant tool call, while it awaits results, is reported broken; with
+        ``pending`` it is the newest unit instead (its results are the caller's next input, which
+        is sent right after it, so it must go with them: a fit must neither drop nor summarize
+        it).
+        """
         units = self._units
         broken = self._broken
+        cost = self._units_cost
         unit = self._open
         if unit is not None and not unit.complete:
-            units = units[:-1]
-            broken = sorted(broken + unit.indices)
+            if pending:
+                cost += unit.cost
+            else:
+                units = units[:-1]
+                broken = sorted(broken + unit.indices)
         return Layout(
             self._system,
             units,
             broken,
             self.ids,
-            self._units_cost,
+            cost,
             self._system_first,
             self.cache,
             slack=self.slack,
+            pending=pending,
         )
 
 
@@ -229,17 +244,22 @@ def check_slack(slack: float) -> float:
 
 
 def build_units(
-    messages: Sequence[Message], costs: Sequence[int], *, counted_from: int = 0
+    messages: Sequence[Message],
+    costs: Sequence[int],
+    *,
+    counted_from: int = 0,
+    pending: bool = False,
 ) -> Layout:
     """Split ``messages`` into system messages, units, and broken messages.
 
     Broken messages are tool results with no call before them and assistant tool calls whose
     results never came; a compressed result never includes them (they would be rejected).
-    ``counted_from``: see :class:`Layout` (the costs before it are 0, not counts).
+    ``counted_from`` and ``pending``: see :class:`Layout` (the costs before ``counted_from`` are
+    0, not counts).
     """
     ledger = Ledger(_uncounted)
     ledger.extend(messages, costs)
-    layout = ledger.layout()
+    layout = ledger.layout(pending=pending)
     layout.cache = None  # nothing outlives this call
     layout.counted_from = counted_from
     return layout

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ConflictError, SessionNotFoundError
 from session_migrator._fit import Ledger, check_slack
+from session_migrator._message_ids import storage_ids
 from session_migrator._messages import Message
 from session_migrator._migrate import (
     MigrationResult,
@@ -56,6 +57,7 @@ class _Key:
     query: str | None
     counter: str
     budget_cap: int | None
+    pending_calls: bool
 
 
 class SessionFitter:
@@ -159,10 +161,11 @@ class SessionFitter:
         them (an offloaded tool output as its preview, as every other reader sees it)."""
         if not messages:
             return
+        messages = storage_ids(messages)  # the ids the store keeps (a derived one is not)
         with self._lock:
             self.refresh()
             self.store.append(
-                self.session_id, list(messages), workspace=self.workspace, metadata=self.metadata
+                self.session_id, messages, workspace=self.workspace, metadata=self.metadata
             )
             stored_form = self.store.stored_form
             for m in messages:
@@ -192,11 +195,15 @@ class SessionFitter:
         extra_reserved: int = 0,
         counter: TokenCounter | None = None,
         budget_cap: int | None = None,
+        pending_calls: bool = False,
     ) -> MigrationResult:
         """The conversation fitted to ``target`` (cached until the log or the target changes).
 
         ``extra_reserved`` tokens are held back from the target's budget (e.g. for a retrieved
         context); ``budget_cap`` caps the budget (e.g. a framework's own history limit).
+        ``pending_calls``: the log's trailing assistant tool call, whose results are the next
+        input (sent right after it), is kept with the newest turn; without it, such a call is
+        left out of a fit that cuts (a model rejects a call without its results).
         """
         window = resolve_target(target)
         with self._lock:
@@ -213,6 +220,7 @@ class SessionFitter:
                 query,
                 counter.name,
                 budget_cap,
+                pending_calls,
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -231,6 +239,7 @@ class SessionFitter:
                 source_model=self._previous_target(),
                 ledger=ledger,
                 budget_cap=budget_cap,
+                pending_calls=pending_calls,
             )
             try:
                 self._persist_counts(messages, counter)
@@ -253,10 +262,16 @@ class SessionFitter:
         query: str | None = None,
         extra_reserved: int = 0,
         budget_cap: int | None = None,
+        pending_calls: bool = False,
     ) -> MigrationResult:
         """:meth:`fit` in a worker thread."""
         return await asyncio.to_thread(
-            self.fit, target, query=query, extra_reserved=extra_reserved, budget_cap=budget_cap
+            self.fit,
+            target,
+            query=query,
+            extra_reserved=extra_reserved,
+            budget_cap=budget_cap,
+            pending_calls=pending_calls,
         )
 
     # -- store bookkeeping -----------------------------------------------------------------

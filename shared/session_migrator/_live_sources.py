@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from session_migrator._redact import redact_secrets
 from session_migrator._version import __version__
 
 __all__ = ["KINDS", "Entries", "FetchError", "as_int", "fetch_source"]
@@ -58,7 +59,9 @@ def _http_json(url: str, *, timeout: float, api_key: str | None, body: Any = Non
         finally:
             exc.close()
         detail = f": {' '.join(detail.split())}" if detail else ""
-        raise FetchError(f"HTTP {exc.code} {exc.reason} from {url}{detail}") from None
+        raise FetchError(
+            redact_secrets(f"HTTP {exc.code} {exc.reason} from {url}{detail}", api_key)
+        ) from None
     except urllib.error.URLError as exc:
         if isinstance(exc.reason, TimeoutError):
             raise FetchError(f"{url} did not answer within {timeout:g}s") from None

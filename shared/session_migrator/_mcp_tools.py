@@ -139,11 +139,17 @@ class SessionTools:
             self._fitters.clear()
 
     def session_append(
-        self, session_id: str, messages_json: MessagesArg, workspace: str = "default"
+        self,
+        session_id: str,
+        messages_json: MessagesArg,
+        workspace: str = "default",
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         messages = parse_messages(messages_json)
         with self._lock:
-            added = self.store.append(session_id, messages, workspace=workspace)
+            added = self.store.append(
+                session_id, messages, workspace=workspace, idempotency_key=idempotency_key
+            )
             info = self.store.get_session(session_id)
         return {
             "session_id": session_id,

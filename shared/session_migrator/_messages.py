@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from session_migrator._errors import InvalidMessageError
+from session_migrator._message_ids import derived_id, new_id
 
 __all__ = [
     "ContentPart",
@@ -80,10 +79,6 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _new_id() -> str:
-    return uuid.uuid4().hex
-
-
 @dataclass(frozen=True, eq=True, slots=True)
 class Message:
     """A chat message, neutral to any framework.
@@ -102,7 +97,7 @@ class Message:
     name: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
-    id: str = field(default_factory=_new_id)
+    id: str = field(default_factory=new_id)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=True)
     # memos, not data (slots, not a __dict__ per message: a long session holds many):
     # the fingerprint, and the token counts by counter (see session_migrator._tokens)
@@ -288,12 +283,6 @@ def _part_to_openai(part: ContentPart) -> dict[str, Any]:
     return {"type": part.type}
 
 
-def _derived_id(data: Mapping[str, Any], index: int | None) -> str:
-    blob = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
-    digest = hashlib.blake2b(blob.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    return f"m{index if index is not None else 0:06d}-{digest}"
-
-
 def _call_to_openai(call: ToolCall, kept: Any) -> dict[str, Any]:
     """The OpenAI dict of ``call``, with what it held besides id and function (see
     ``from_openai``): a custom tool call as it came, other keys beside the function."""
@@ -427,7 +416,7 @@ def _from_openai(data: Mapping[str, Any], index: int | None) -> Message:
         name=name,
         tool_calls=tuple(calls),
         tool_call_id=tool_call_id,
-        id=msg_id or _derived_id(data, index),
+        id=msg_id or derived_id(data, index),
         extra=extra,
     )
 
@@ -442,56 +431,6 @@ def messages_from_openai(data: Iterable[Mapping[str, Any]] | Any) -> list[Messag
             f"got {type(data).__name__}"
         )
     return [Message.from_openai(item, index=i) for i, item in enumerate(data)]
-
-
-#: An id :func:`messages_from_openai` derived (position in the list, content digest).
-_DERIVED_ID = re.compile(r"m(\d{6})-([0-9a-f]{16})")
-
-
-def continuing(
-    messages: Sequence[Message], stored: Callable[[], Sequence[str]]
-) -> Sequence[Message]:
-    """``messages`` placed after a session's stored messages (``stored()``: their ids, read
-    only when some of ``messages`` have ids :func:`messages_from_openai` derived).
-
-    A message without an id of its own gets one derived from its position in its list and its
-    content, so that a list sent again is stored once. Here the list is placed in the session:
-
-    - a list that repeats the stored log from its start (the same ids over their overlap: the
-      whole log sent again, perhaps with new messages after it) keeps its ids;
-    - a list whose derived ids name the same contents as the newest stored messages, in order
-      (a batch sent again, e.g. a retry) takes their ids: nothing is appended twice;
-    - any other list continues the session: its derived ids count positions from the stored
-      messages on, so the same words said again later ("continue") are a new message.
-
-    Ids the caller gave are never changed.
-    """
-    own = [_own_derived(m, k) for k, m in enumerate(messages)]
-    if not any(own):
-        return messages
-    ids = stored()
-    n = len(messages)
-    if not ids or all(messages[k].id == ids[k] for k in range(min(n, len(ids)))):
-        return messages
-    tail = ids[len(ids) - n :] if n <= len(ids) else []
-    if tail and all(d is not None and _digest(tail[k]) == d for k, d in enumerate(own)):
-        return [m.replace(id=tail[k]) for k, m in enumerate(messages)]
-    return [
-        m if d is None else m.replace(id=f"m{len(ids) + k:06d}-{d}")
-        for k, (m, d) in enumerate(zip(messages, own, strict=True))
-    ]
-
-
-def _digest(message_id: str) -> str | None:
-    """The content digest of an id :func:`messages_from_openai` derived, else ``None``."""
-    found = _DERIVED_ID.fullmatch(message_id)
-    return found.group(2) if found is not None else None
-
-
-def _own_derived(message: Message, k: int) -> str | None:
-    """The content digest of ``message``'s id if it was derived at position ``k``."""
-    found = _DERIVED_ID.fullmatch(message.id)
-    return found.group(2) if found is not None and int(found.group(1)) == k else None
 
 
 def messages_to_openai(

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from session_migrator._errors import BudgetError
 from session_migrator._fit import Ledger, broken_for_good, build_units
 from session_migrator._messages import Message, Session, as_messages
+from session_migrator._redact import redact_secrets
 from session_migrator._result import CompressionResult, broken_note
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import Compressor, _Strategy, get_strategy, latest_user_text
@@ -254,9 +255,11 @@ def _migrate(
     source_model: str | None,
     ledger: Ledger | None = None,
     budget_cap: int | None = None,
+    pending_calls: bool = False,
 ) -> MigrationResult:
     """:func:`migrate`; with ``ledger`` (whose messages these are, counted by ``counter``),
-    the session is not counted or split into units again; ``budget_cap`` caps the budget.
+    the session is not counted or split into units again; ``budget_cap`` caps the budget;
+    ``pending_calls``: a trailing tool call awaiting its results is kept (see ``Ledger.layout``).
     """
     started = time.perf_counter()
     window = resolve_target(target)
@@ -332,9 +335,11 @@ def _migrate(
     if isinstance(compressor, _Strategy):
         # the counts are known: the strategy does not count or split the messages again
         extra["layout"] = (
-            ledger.layout()
+            ledger.layout(pending=pending_calls)
             if ledger is not None
-            else build_units(messages, costs or [], counted_from=counted_from)
+            else build_units(
+                messages, costs or [], counted_from=counted_from, pending=pending_calls
+            )
         )
     result = compressor.compress(
         messages,
@@ -363,7 +368,7 @@ def _migrate(
     report.recalled_ids = list(result.recalled_ids)
     report.truncated_ids = list(result.truncated_ids)
     report.summary = result.summary.to_dict() if result.summary else None
-    report.fallbacks = list(result.fallbacks)
+    report.fallbacks = [redact_secrets(f) for f in result.fallbacks]  # a compressor of one's own
     report.notes = [*result.notes, *problems]
     report.seconds = time.perf_counter() - started
     return MigrationResult(list(result.messages), report, result.summary)

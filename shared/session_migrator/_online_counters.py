@@ -44,6 +44,7 @@ from session_migrator._config import data_home
 from session_migrator._errors import MissingDependencyError
 from session_migrator._messages import Message
 from session_migrator._model_names import infer_tokenizer
+from session_migrator._redact import redact_secrets
 from session_migrator._tokens import (
     IMAGE_TOKENS,
     IMAGE_TOKENS_LOW,
@@ -322,7 +323,7 @@ class _OnlineCounter(BaseCounter):
 
     def _failed(self, exc: Exception) -> None:
         reason, retry_after = _describe(exc)
-        self.last_error = f"{reason}: {exc}"
+        self.last_error = redact_secrets(f"{reason}: {exc}", self._api_key, self._client)
         self._paused_until = time.monotonic() + (
             retry_after if retry_after is not None else self._cooldown
         )

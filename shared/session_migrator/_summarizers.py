@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from session_migrator._errors import MissingDependencyError, SummarizerError
 from session_migrator._extractive import ExtractiveSummarizer
 from session_migrator._messages import Message
+from session_migrator._redact import redact_secrets
 from session_migrator._tokens import TokenCounter
 
 __all__ = [
@@ -243,11 +244,15 @@ class OpenAISummarizer:
                 temperature=self.temperature,
             )
         except self._errors as exc:
-            raise SummarizerError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} failed: {type(exc).__name__}: {exc}", self._client)
+            ) from exc
         try:
             content = response.choices[0].message.content
         except (AttributeError, IndexError, TypeError) as exc:
-            raise SummarizerError(f"{self.name} returned a malformed reply: {exc}") from exc
+            raise SummarizerError(
+                redact_secrets(f"{self.name} returned a malformed reply: {exc}", self._client)
+            ) from exc
         if not isinstance(content, str) or not content.strip():
             raise SummarizerError(f"{self.name} returned no summary text")
         return content.strip()

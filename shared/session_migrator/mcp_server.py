@@ -12,8 +12,9 @@ says what to fix, and the server keeps serving):
 - ``migrate_session(messages_json, target_model, strategy?, reserve_output_tokens?, query?,
   context_window?)``: the migration report (decision, tokens before and after, budget, what was
   dropped) and the messages to send, in OpenAI chat format (without ids or library markers);
-- ``session_append(session_id, messages_json, workspace?)``, ``session_context(session_id, model,
-  strategy?, query?, reserve_output_tokens?, context_window?)``, ``session_usage(session_id,
+- ``session_append(session_id, messages_json, workspace?, idempotency_key?)``,
+  ``session_context(session_id, model, strategy?, query?, reserve_output_tokens?,
+  context_window?)``, ``session_usage(session_id,
   model, context_window?)``, ``session_list(workspace?)``: the session store (``--store URL``,
   default the embedded SQLite file under ``SESSION_MIGRATOR_HOME``). ``session_context`` goes
   through :class:`~session_migrator._fitter.SessionFitter`: cached counts, the rolling summary
@@ -217,10 +218,20 @@ def build_server(store: "str | BaseSessionStore | None" = None) -> "MCPServer[An
         workspace: Annotated[
             str, Field(min_length=1, description="Workspace of a new session.")
         ] = "default",
+        idempotency_key: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                description="Names this batch: sending the same batch again with the same key "
+                "stores nothing twice. Without it, messages without an 'id' are always appended.",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Append messages to a stored session (created on first append). Messages with an
-        'id' already stored are skipped, so retrying is safe. The full log is kept."""
-        return call(tools.session_append, session_id, messages_json, workspace)
+        'id' already stored are skipped; messages without one are always appended unless
+        idempotency_key names the batch, so a retry with the same key is safe. The full log
+        is kept."""
+        return call(tools.session_append, session_id, messages_json, workspace, idempotency_key)
 
     @tool()
     def session_context(

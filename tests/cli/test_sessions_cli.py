@@ -73,10 +73,18 @@ def test_import_list_show_export_round_trip(
     )
     assert code == 0
     assert "appended 5 of 5" in out
-    code, out, _ = run(
-        capsys, "sessions", "import", str(conversation_file), "--session-id", "chat-1", *s, "--json"
-    )
-    assert json.loads(out)["appended"] == 0  # idempotent: the ids are derived from the content
+    again = ("sessions", "import", str(conversation_file), "--session-id", "chat-1", *s, "--json")
+    code, out, _ = run(capsys, *again)
+    assert json.loads(out)["appended"] == 5  # messages without ids: appended as sent
+    with open_store(store_url) as store:
+        store.delete_messages("chat-1", [m.id for m in store.load("chat-1")][5:])
+    key = ("sessions", "import", str(conversation_file), "--session-id", "k", *s, "--json")
+    code, out, _ = run(capsys, *key, "--idempotency-key", "batch-1")
+    assert json.loads(out)["appended"] == 5
+    code, out, _ = run(capsys, *key, "--idempotency-key", "batch-1")
+    assert json.loads(out)["appended"] == 0  # the same batch under the same key: a retry
+    code, out, _ = run(capsys, "sessions", "delete", "k", *s)
+    assert code == 0
 
     code, out, _ = run(capsys, "sessions", "list", "--workspace", "team", *s)
     assert code == 0
@@ -306,7 +314,7 @@ def test_turns_imported_one_file_at_a_time_keep_repeated_words(
     capsys: pytest.CaptureFixture[str], store_url: str, tmp_path: Path
 ) -> None:
     """A file that continues a session is appended after it: the user saying "continue" again
-    is a new message; importing the same file twice in a row stores it once.
+    is a new message; importing the same file twice under its idempotency key stores it once.
     """
     turns = [
         [
@@ -326,8 +334,11 @@ def test_turns_imported_one_file_at_a_time_keep_repeated_words(
     for k, turn in enumerate(turns):
         path = tmp_path / f"turn{k}.json"
         path.write_text(json.dumps(turn))
-        for _ in range(2):  # the second import of the same file adds nothing
-            code, _, _ = run(capsys, "sessions", "import", str(path), "--session-id", "a1", *s)
+        for _ in range(2):  # the second import of the same file under its key adds nothing
+            code, _, _ = run(
+                capsys, "sessions", "import", str(path), "--session-id", "a1", "--idempotency-key",
+                path.name, *s,
+            )  # fmt: skip
             assert code == 0
     code, out, _ = run(capsys, "sessions", "export", "a1", *s)
     assert code == 0

@@ -18,11 +18,10 @@ from hypothesis import strategies as st
 
 from session_migrator import Message, ToolCall
 from session_migrator import _extractive as summarizers
-from session_migrator._extractive import (
+from session_migrator._extractive import ExtractiveSummarizer, _reading_cap
+from session_migrator._sentences import (
     _SENTENCE,
     _SENTENCE_SCAN,
-    ExtractiveSummarizer,
-    _reading_cap,
     _score_all,
     _score_lines,
     _split,

@@ -271,38 +271,20 @@ def _openai(*contents: str) -> list[Message]:
     )
 
 
-def test_continuing_places_a_batch_after_the_stored_messages() -> None:
-    from session_migrator._messages import continuing
+def test_storage_ids_replace_derived_ids_only() -> None:
+    from session_migrator._message_ids import is_derived, storage_ids
 
-    first = _openai("Run the tests.", "3 failed.")
-    stored = [m.id for m in first]
-
-    def place(messages: list[Message]) -> list[str]:
-        return [m.id for m in continuing(messages, lambda: stored)]
-
-    # the log sent again, with or without new messages after it: ids kept
-    again = _openai("Run the tests.", "3 failed.", "continue")
-    assert place(again) == [m.id for m in again]
-    assert place([]) == []
-    # a batch that continues: positions count on from the stored messages
-    more = place(_openai("continue", "Fixed test_a."))
-    assert [i[:7] for i in more] == ["m000002", "m000003"]
-    assert len(set(more) | set(stored)) == 4
-    stored += more
-    # the same batch sent again (a retry): the stored ids, so nothing is appended twice
-    assert place(_openai("continue", "Fixed test_a.")) == stored[2:]
-    # the same words later, after other messages: new ids
-    assert [i[:7] for i in place(_openai("continue", "Fixed test_b."))] == ["m000004", "m000005"]
-
-
-def test_continuing_leaves_the_callers_ids_and_reads_nothing_for_them() -> None:
-    from session_migrator._messages import continuing
-
-    def unread() -> list[str]:
-        raise AssertionError("the stored ids were read")
-
-    own = [Message("user", "continue", id="client-7"), Message("user", "x", id="m000000-zz")]
-    assert list(continuing(own, unread)) == own
+    batch = [*_openai("ok", "ok"), Message("user", "ok", id="client-7")]
+    fresh = [m.id for m in storage_ids(batch)]
+    assert fresh[2] == "client-7"  # the caller's id is kept
+    assert len(set(fresh)) == 3
+    assert not any(is_derived(i) for i in fresh)
+    assert [m.id for m in storage_ids(batch)][:2] != fresh[:2]  # new ones every time
+    keyed = [m.id for m in storage_ids(batch, "k")]
+    assert [m.id for m in storage_ids(batch, "k")] == keyed  # the same batch, the same key
+    assert keyed[0] != keyed[1]
+    assert [m.id for m in storage_ids(batch, "other")][:2] != keyed[:2]
+    assert [m.id for m in storage_ids(_openai("stop"), "k")] != keyed[:1]
 
 
 @pytest.mark.parametrize(

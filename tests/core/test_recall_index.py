@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from session_migrator import Message, ModelWindow, _recall, migrate
-from session_migrator._recall import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
+from session_migrator import Message, ModelWindow, _bm25, _fts, migrate
+from session_migrator._bm25 import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
 
 WORDS = "alpha beta gamma locker lockers code coding port ported server invoice flight".split()
 RARE = "zeta theta kappa sigma omega".split()
@@ -34,9 +34,9 @@ def test_the_kept_index_over_many_segments_and_dropped_documents_ranks_as_a_fres
     # tiny batches and merge limits: many segments, merged as they come, and rebuilds; the
     # fresh rankings indexed in one part or in two at once
     with (
-        patch.object(_recall, "_BATCH_CHARS", rng.choice((1, 200, 2000))),
-        patch.object(_recall, "_MERGE_RATIO", rng.choice((1, 2, 4))),
-        patch.object(_recall, "_PARALLEL_CHARS", rng.choice((1, 500, 10**9))),
+        patch.object(_bm25, "_BATCH_CHARS", rng.choice((1, 200, 2000))),
+        patch.object(_bm25, "_MERGE_RATIO", rng.choice((1, 2, 4))),
+        patch.object(_bm25, "_PARALLEL_CHARS", rng.choice((1, 500, 10**9))),
     ):
         index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
         held: set[int] = set()
@@ -67,27 +67,27 @@ def _workers() -> list[threading.Thread]:
 def test_many_documents_are_indexed_in_two_halves_at_once_and_rank_as_in_one() -> None:
     rng = random.Random(3)
     docs = [_doc(rng, rng.choice((5, 80, 400))) for _ in range(400)]
-    assert sum(map(len, docs)) > _recall._PARALLEL_CHARS  # the default splits these
-    assert _recall._halfway(docs) > 0
-    with patch.object(_recall, "_Part", wraps=_recall._Part) as parts:
+    assert sum(map(len, docs)) > _bm25._PARALLEL_CHARS  # the default splits these
+    assert _bm25._halfway(docs) > 0
+    with patch.object(_bm25, "_Part", wraps=_bm25._Part) as parts:
         halves = rank_by_relevance(docs, "alpha " + " ".join(RARE[:5]))
     assert parts.call_count == 2
     assert not _workers()  # the worker is gone
-    with patch.object(_recall, "_PARALLEL_CHARS", 10**9):
+    with patch.object(_bm25, "_PARALLEL_CHARS", 10**9):
         whole = rank_by_relevance(docs, "alpha " + " ".join(RARE[:5]))
     assert halves == whole
     assert len(whole) > 50
     # a small input or a single document stays in one part, and so does everything when
     # SQLite was built for a single thread
-    assert _recall._halfway(docs[:3]) == 0
-    assert _recall._halfway(["x" * (_recall._PARALLEL_CHARS + 1)]) == 0
-    with patch.object(_recall.sqlite3, "threadsafety", 0):
-        assert _recall._halfway(docs) == 0
+    assert _bm25._halfway(docs[:3]) == 0
+    assert _bm25._halfway(["x" * (_bm25._PARALLEL_CHARS + 1)]) == 0
+    with patch.object(_bm25.sqlite3, "threadsafety", 0):
+        assert _bm25._halfway(docs) == 0
 
 
 def test_a_failing_half_fails_the_ranking_and_leaves_no_worker() -> None:
     docs = ["alpha beta " * 20_000, "beta gamma " * 20_000]
-    original = _recall._Part.__init__
+    original = _bm25._Part.__init__
 
     def failing(self: object, con: sqlite3.Connection, documents: list[str], first: int) -> None:
         if first:
@@ -95,7 +95,7 @@ def test_a_failing_half_fails_the_ranking_and_leaves_no_worker() -> None:
         original(self, con, documents, first)  # type: ignore[arg-type]
 
     with (
-        patch.object(_recall._Part, "__init__", failing),
+        patch.object(_bm25._Part, "__init__", failing),
         pytest.raises(sqlite3.OperationalError, match="disk I/O"),
     ):
         rank_by_relevance(docs, "gamma")
@@ -130,7 +130,7 @@ def test_scores_are_fts5_bm25(seed: int, halves: bool) -> None:
     rng = random.Random(seed)
     docs = [_doc(rng, rng.randint(1, 60)) for _ in range(80)]
     query = " ".join(rng.sample(WORDS + RARE, k=6))
-    with patch.object(_recall, "_PARALLEL_CHARS", 1 if halves else 10**9):
+    with patch.object(_bm25, "_PARALLEL_CHARS", 1 if halves else 10**9):
         ours = dict(rank_by_relevance(docs, query))
     con = sqlite3.connect(":memory:")
     con.execute("CREATE VIRTUAL TABLE d USING fts5(body, tokenize='porter unicode61')")
@@ -182,9 +182,9 @@ def test_a_long_question_is_searched_by_its_rarest_stems() -> None:
     index.close()
 
 
-def _fts5_stems(tokenizer: _recall._Tokenizer, text: str) -> list[str]:
+def _fts5_stems(tokenizer: _fts._Tokenizer, text: str) -> list[str]:
     """FTS5's own answer: the question's distinct stems read from the index."""
-    stop = _recall._stop_stems or frozenset()
+    stop = _fts._stop_stems or frozenset()
     return [s for s in tokenizer._distinct(text) if len(s) > 1 and s not in stop]
 
 
@@ -207,7 +207,7 @@ def test_an_ascii_question_is_stemmed_from_the_memo_as_fts5_stems_it(parts: list
     # the memo path (ASCII words split here, each stem remembered) and FTS5's own path
     # agree on any text: every ASCII character is a separator or part of a word in both
     text = " ".join(parts) if len(parts) % 2 else "".join(parts)
-    tokenizer = _recall._Tokenizer()
+    tokenizer = _fts._Tokenizer()
     try:
         assert tokenizer.stems(text) == _fts5_stems(tokenizer, text)
         assert tokenizer.stems(text) == _fts5_stems(tokenizer, text)  # from the memo now
@@ -216,7 +216,7 @@ def test_an_ascii_question_is_stemmed_from_the_memo_as_fts5_stems_it(parts: list
 
 
 def test_every_ascii_character_separates_words_or_joins_them_as_fts5_does() -> None:
-    tokenizer = _recall._Tokenizer()
+    tokenizer = _fts._Tokenizer()
     try:
         for code in range(128):
             c = chr(code)
@@ -227,19 +227,19 @@ def test_every_ascii_character_separates_words_or_joins_them_as_fts5_does() -> N
 
 
 def test_the_stem_memo_is_emptied_when_full_and_keeps_answering() -> None:
-    tokenizer = _recall._Tokenizer()
+    tokenizer = _fts._Tokenizer()
     try:
-        with patch.object(_recall, "_STEM_MEMO_SIZE", 5):
-            _recall._stem_memo.clear()
+        with patch.object(_fts, "_STEM_MEMO_SIZE", 5):
+            _fts._stem_memo.clear()
             first = tokenizer.stems("alpha beta gamma delta")
-            assert len(_recall._stem_memo) == 4
+            assert len(_fts._stem_memo) == 4
             second = tokenizer.stems("epsilon zeta eta theta running")  # would hold 9: emptied
-            assert set(_recall._stem_memo) == {"epsilon", "zeta", "eta", "theta", "running"}
+            assert set(_fts._stem_memo) == {"epsilon", "zeta", "eta", "theta", "running"}
         assert first == ["alpha", "beta", "delta", "gamma"]
         assert second == ["epsilon", "eta", "run", "theta", "zeta"]
     finally:
         tokenizer.close()
-        _recall._stem_memo.clear()
+        _fts._stem_memo.clear()
 
 
 def test_importing_the_core_does_not_import_numpy() -> None:

@@ -196,16 +196,19 @@ async def test_store_backed_session_tools(connect: Connect, tmp_path: Path) -> N
                 {"session_id": "chat-1", "messages_json": json.dumps(first), "workspace": "team"},
             )
         )
-        b = _ok(
-            await session.call_tool(
-                "session_append", {"session_id": "chat-1", "messages_json": json.dumps(rest)}
+        b, again = [
+            _ok(
+                await session.call_tool(
+                    "session_append",
+                    {
+                        "session_id": "chat-1",
+                        "messages_json": json.dumps(rest),
+                        "idempotency_key": "turn-2",
+                    },
+                )
             )
-        )
-        again = _ok(
-            await session.call_tool(
-                "session_append", {"session_id": "chat-1", "messages_json": json.dumps(rest)}
-            )
-        )
+            for _ in range(2)
+        ]
         context = _ok(
             await session.call_tool("session_context", {"session_id": "chat-1", "model": "gpt-4o"})
         )
@@ -227,7 +230,7 @@ async def test_store_backed_session_tools(connect: Connect, tmp_path: Path) -> N
         )
     assert (a["appended"], a["message_count"], a["workspace"]) == (5, 5, "team")
     assert (b["appended"], b["message_count"]) == (8, 13)
-    assert (again["appended"], again["already_stored"]) == (0, 8)  # ids derived from content
+    assert (again["appended"], again["already_stored"]) == (0, 8)  # the same key: a retry
     assert context["session_id"] == "chat-1"
     assert context["decision"] == "fits"
     assert len(context["messages"]) == 13

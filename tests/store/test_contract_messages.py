@@ -289,10 +289,10 @@ def test_set_metadata_replaces_and_append_does_not(store: BaseSessionStore) -> N
     assert str(again) == "No session 'nobody' in this store. Look elsewhere."
 
 
-def test_batches_of_openai_messages_continue_the_session(store: BaseSessionStore) -> None:
+def test_batches_of_openai_messages_are_stored_as_sent(store: BaseSessionStore) -> None:
     """Appending ``messages_from_openai`` batches one at a time (ids derived from each batch's
-    positions): the same words said again later are stored, a batch sent again is not, and the
-    whole log sent again stores nothing new.
+    positions, not the caller's): every batch is stored, the same words said again included; a
+    batch sent again is a no-op only under its idempotency key.
     """
     from session_migrator import messages_from_openai
 
@@ -301,11 +301,9 @@ def test_batches_of_openai_messages_continue_the_session(store: BaseSessionStore
         [("user", "continue"), ("assistant", "Fixed test_a.")],
         [("user", "continue"), ("assistant", "Fixed test_b.")],
     ]
-    for turn in turns:
+    for k, turn in enumerate(turns):
         batch = messages_from_openai([{"role": r, "content": c} for r, c in turn])
-        assert store.append("s", batch) == 2
-        assert store.append("s", batch) == 0  # a retry
+        assert store.append("s", batch, idempotency_key=f"turn-{k}") == 2
+        assert store.append("s", batch, idempotency_key=f"turn-{k}") == 0  # a retry
     log = [(m.role, m.text) for m in store.load("s")]
     assert log == [pair for turn in turns for pair in turn]
-    whole = messages_from_openai([{"role": r, "content": c} for r, c in log])
-    assert store.append("s", whole) == 0

@@ -19,6 +19,7 @@ from session_migrator._errors import (
     SessionNotFoundError,
     UnknownModelError,
 )
+from session_migrator._redact import redact_secrets
 from session_migrator._version import __version__
 from session_migrator.cli import _import_cmd, _mcp_cmd, _migrate_cmd, _models_cmd, _sessions_cmd
 from session_migrator.cli._common import UNKNOWN_MODEL_REMEDY, CliError
@@ -48,7 +49,7 @@ def _note(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    print(f"note: {message}", file=sys.stderr)
+    print(f"note: {redact_secrets(str(message))}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"List this store's sessions with `session-migrator sessions list --all{where}`, "
                 "or import messages to create it."
             )
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact_secrets(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

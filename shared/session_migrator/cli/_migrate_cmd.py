@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator._messages import messages_to_openai
+from session_migrator._redact import redact_secrets
 from session_migrator._strategies import STRATEGIES
 from session_migrator.cli._common import (
     CliError,
@@ -26,7 +27,8 @@ def register(sub: Any) -> None:
         help="fit a conversation (OpenAI-format JSON) to a model's context window",
         description=(
             "Read OpenAI-format messages from FILE ('-' for stdin), fit them to MODEL's input "
-            "budget, print the report, and write the migrated messages with -o."
+            "budget, print the report, and write the migrated messages with -o (-o - writes "
+            "them to standard output and the report to standard error)."
         ),
     )
     p.add_argument("file", metavar="FILE")
@@ -60,7 +62,9 @@ def register(sub: Any) -> None:
         metavar="VAR",
         help="read the summarizer's key from this environment variable",
     )
-    p.add_argument("-o", "--output", metavar="OUT", help="write the migrated messages here")
+    p.add_argument(
+        "-o", "--output", metavar="OUT", help="write the migrated messages here ('-': stdout)"
+    )
     p.add_argument("--json", action="store_true", help="print the report and messages as JSON")
     p.set_defaults(handler=run_migrate)
 
@@ -74,6 +78,9 @@ def run_migrate(args: argparse.Namespace) -> int:
     from session_migrator._migrate import migrate, resolve_target
     from session_migrator._summarizers import OpenAISummarizer, Summarizer
 
+    to_stdout = args.output == "-"
+    if to_stdout and args.json:
+        raise CliError("-o - and --json both write to standard output; use one of them")
     messages = read_messages_file(args.file)
     if not messages:
         raise CliError(f"{args.file}: no messages to migrate")
@@ -107,7 +114,9 @@ def run_migrate(args: argparse.Namespace) -> int:
         reserve_output=args.reserve_output,
     )
     out_messages = messages_to_openai(result.messages)
-    if args.output:
+    if to_stdout:
+        sys.stdout.write(json_text(out_messages))
+    elif args.output:
         try:
             Path(args.output).write_text(json_text(out_messages), encoding="utf-8")
         except OSError as exc:
@@ -138,10 +147,13 @@ def run_migrate(args: argparse.Namespace) -> int:
         ["cut inside", len(rep.truncated_ids)],
         ["time", f"{rep.seconds * 1000:.1f} ms"],
     ]
-    print(table(["", ""], rows))
+    report_out = sys.stderr if to_stdout else sys.stdout
+    print(table(["", ""], rows), file=report_out)
     for line in rep.fallbacks + rep.notes:
-        print(f"note: {line}")
-    if args.output:
+        print(f"note: {redact_secrets(line)}", file=report_out)
+    if to_stdout:
+        print(f"wrote {len(out_messages)} messages to standard output", file=report_out)
+    elif args.output:
         print(f"wrote {len(out_messages)} messages to {args.output}")
     else:
         print("(write the migrated messages with -o OUT, or print everything with --json)")

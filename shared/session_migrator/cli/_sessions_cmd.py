@@ -74,6 +74,12 @@ def register(sub: Any) -> None:
     a.add_argument("file", metavar="FILE", help="OpenAI-format message list, or a native export")
     a.add_argument("--session-id", metavar="ID", help="(default: a native export's own)")
     a.add_argument("--workspace", metavar="W", help="for a new session (default: default)")
+    a.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="name this batch: importing the same file again with the same KEY stores nothing "
+        "new (without it, messages without an id are always appended)",
+    )
 
     a = action("delete", "delete a session, or some of its messages", run_delete)
     a.add_argument("session_id", metavar="ID")
@@ -368,7 +374,11 @@ def run_import(args: argparse.Namespace) -> int:
                 "append, or choose another --session-id)"
             )
         added = store.append(
-            session_id, messages, workspace=workspace, metadata=fields.get("metadata")
+            session_id,
+            messages,
+            workspace=workspace,
+            metadata=fields.get("metadata"),
+            idempotency_key=args.idempotency_key,
         )
         info = store.get_session(session_id)
     assert info is not None

@@ -11,11 +11,12 @@ only); so are API error notices (``isApiErrorMessage``) and sub-agent entries (`
 Entries form a tree through ``parentUuid``: a rewind leaves the abandoned branch in the file. The
 conversation is the chain from the last message back to the root (across a ``/compact`` boundary
 through ``logicalParentUuid``, so nothing before the compaction is lost); entries off that chain are
-skipped as ``off_branch`` (tool results and blocks of the same response written on a side branch
-are kept). Files without ``uuid`` fields are read in file order. ``summary`` entries give the
-session a ``title``; ``system``, ``file-history-snapshot`` and unknown entry types are skipped
-with a count. The last response's usage (input plus cache read and cache creation tokens) is
-recorded as ``observed_input_tokens``.
+skipped as ``off_branch``. Blocks of a kept response written on a sibling branch (Claude Code 2.x
+writes parallel ``tool_use`` entries that way) are kept, and a tool result is found by its
+``tool_use_id`` wherever it sits in the tree. Files without ``uuid`` fields are read in file
+order. ``summary`` entries give the session a ``title``; ``system``, ``file-history-snapshot``
+and unknown entry types are skipped with a count. The last response's usage (input plus cache
+read and cache creation tokens) is recorded as ``observed_input_tokens``.
 """
 
 from __future__ import annotations
@@ -143,16 +144,16 @@ def _select(entries: list[Record], records: list[Record], stats: Stats) -> list[
                 f"entry {uid} names a parent {parent} that is not in the file; the conversation "
                 "starts after it"
             )
-    on_chain = [r for r in live if _uuid(r) in chain]
-    response_ids = {_response_id(r) for r in on_chain} - {None}
-    calls = {c for r in on_chain for c in _blocks_of(r, "tool_use", "id")}
-    answered = {c for r in on_chain for c in _blocks_of(r, "tool_result", "tool_use_id")}
+    response_ids = {_response_id(r) for r in live if _uuid(r) in chain} - {None}
+    # a response's blocks (parallel tool calls) may sit on sibling branches: all of them belong
+    responses = [r for r in live if _uuid(r) in chain or _response_id(r) in response_ids]
+    calls = {c for r in responses for c in _blocks_of(r, "tool_use", "id")}
+    answered = {c for r in responses for c in _blocks_of(r, "tool_result", "tool_use_id")}
+    in_responses = {id(r) for r in responses}
     kept: list[Record] = []
     for rec in live:
-        if _uuid(rec) in chain:
-            kept.append(rec)
-        elif _response_id(rec) in response_ids or _answers_only(rec, calls - answered):
-            kept.append(rec)  # a block of a kept response, or a result written on a side branch
+        if id(rec) in in_responses or _answers_only(rec, calls - answered):
+            kept.append(rec)  # results are found by tool_use_id wherever they sit in the tree
         else:
             stats.skip("off_branch")
     if stats.skipped["off_branch"]:

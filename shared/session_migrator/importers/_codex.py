@@ -9,7 +9,9 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}``:
   ``local_shell_call`` and their ``*_output`` results, paired by ``call_id``. ``reasoning`` items
   are skipped with a count: they are encrypted or summarised for the source model only and mean
   nothing to another model. ``web_search_call`` has no result in the file: skipped with a count;
-- ``event_msg``: UI events. ``token_count`` is read (its last ``input_tokens`` is the input the
+- ``event_msg``: UI events. A ``user_message`` whose prompt no ``response_item`` user message of
+  its turn holds (Codex Desktop writes some prompts only as events) becomes the user message, in
+  its place; ``token_count`` is read (its last ``input_tokens`` is the input the
   source model really saw, recorded as ``observed_input_tokens``); the others repeat response items
   and are skipped, counted as ``event_msg:<type>``;
 - ``turn_context``: the model (and cwd) of each turn; the last one is the ``source_model``;
@@ -24,6 +26,7 @@ gives the same ids.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -127,8 +130,10 @@ class _Reader:
         self.conversation = Conversation(stats, id_prefix="cx", key=key)
         self._key = key
         self._unknown: set[str] = set()
+        self._prompts: set[int] = set()
 
     def read(self, records: list[Record]) -> None:
+        self._prompts = _event_prompts(records)
         for index, rec in enumerate(records):
             with line_skipped_if_odd(self.stats, rec):
                 self._record(index, rec)
@@ -170,7 +175,7 @@ class _Reader:
         elif kind == "turn_context":
             self._turn_context(payload)
         elif kind == "event_msg":
-            self._event(payload)
+            self._event(rec, payload)
         elif kind == "compacted":
             text = payload.get("message")
             if isinstance(text, str) and text.strip():
@@ -205,8 +210,17 @@ class _Reader:
                 self.models.remove(model)
             self.models.append(model)
 
-    def _event(self, payload: Mapping[str, Any]) -> None:
+    def _event(self, rec: Record, payload: Mapping[str, Any]) -> None:
         etype = payload.get("type")
+        if etype == "user_message" and rec.line in self._prompts:
+            parts = [text_part(payload["message"])] if payload["message"].strip() else []
+            images = payload.get("images")
+            for url in images if isinstance(images, list) else ():
+                if isinstance(url, str) and url:
+                    parts.append(image_part(url))
+            if parts:
+                self.conversation.message("user", text_or_parts(parts), id=self._id(rec))
+            return
         if etype != "token_count":
             self.stats.skip(f"event_msg:{etype}" if isinstance(etype, str) else "event_msg")
             return
@@ -329,6 +343,53 @@ class _Reader:
         if isinstance(git, Mapping) and isinstance(git.get("branch"), str):
             out["git_branch"] = git["branch"]
         return out
+
+
+def _event_prompts(records: list[Record]) -> set[int]:
+    """The lines of ``user_message`` events whose prompt no ``response_item`` user message holds.
+
+    Codex CLI writes a prompt twice (the response item, then the event); Codex Desktop may write
+    only the event. An event is covered by a user item between the events before and after it
+    whose text is the prompt or contains it (an IDE wraps the prompt in context), the nearest
+    first; each item covers one event.
+    """
+    events: list[tuple[int, str]] = []
+    items: list[tuple[int, str]] = []
+    for index, rec in enumerate(records):
+        payload = rec.data.get("payload")
+        if not isinstance(payload, Mapping):
+            continue
+        kind, ptype = rec.data.get("type"), payload.get("type")
+        if kind == "event_msg" and ptype == "user_message":
+            if isinstance(payload.get("message"), str):
+                events.append((index, payload["message"].strip()))
+        elif kind == "response_item" and ptype == "message" and payload.get("role") == "user":
+            items.append((index, _plain_text(payload.get("content"))))
+    positions = [pos for pos, _ in items]
+    used: set[int] = set()
+    uncovered: set[int] = set()
+    for k, (pos, text) in enumerate(events):
+        low = events[k - 1][0] if k else -1
+        high = events[k + 1][0] if k + 1 < len(events) else len(records)
+        start, end = bisect_right(positions, low), bisect_right(positions, high)
+        found = [
+            j
+            for j in range(start, end)
+            if j not in used and (items[j][1] == text or text in items[j][1])
+        ]
+        if found:
+            used.add(min(found, key=lambda j: abs(items[j][0] - pos)))
+        else:
+            uncovered.add(records[pos].line)
+    return uncovered
+
+
+def _plain_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content.strip()
+    blocks = content if isinstance(content, list) else ()
+    texts = [b["text"] for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    return "\n".join(texts).strip()
 
 
 def _output_text(output: Any) -> str:

@@ -15,6 +15,8 @@ that made the call, whatever its position in the file; a result whose call is no
 is dropped (``skipped["orphan_tool_output"]``); a call with no result gets a placeholder result
 marked ``{"session_migrator": {"kind": "placeholder_result"}}`` (counted as
 ``repaired["placeholder_result"]``), so the conversation never holds an orphan on either side.
+A conversation whose first non-system message is not a user's gets a user note first, marked
+``{"kind": "leading_user_note"}`` (``repaired["leading_user_note"]``): chat APIs require it.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError)
 PLACEHOLDER_RESULT = (
     "[no result was recorded for this tool call: the session ended or was interrupted "
     "before the tool returned]"
+)
+#: Text of the user message put first when a file has none before its first answer.
+LEADING_NOTE = (
+    "[the session file holds no user message before this point: it was resumed, forked or cut "
+    "short]"
 )
 _MAX_LINES_NAMED = 5
 
@@ -371,7 +378,25 @@ class Conversation:
                         )
                     )
         self._warn_pairing()
-        return messages
+        return self._user_first(messages)
+
+    def _user_first(self, messages: list[Message]) -> list[Message]:
+        """``messages`` with a marked note first when the first non-system one is no user's."""
+        at = next((k for k, m in enumerate(messages) if m.role != "system"), None)
+        if at is None or messages[at].role == "user":
+            return messages
+        note = Message(
+            "user",
+            LEADING_NOTE,
+            id=stable_id(self._prefix, self._key, "leading-note"),
+            extra={MARKER_KEY: {"kind": "leading_user_note"}},
+        )
+        self._stats.repaired["leading_user_note"] += 1
+        self._stats.warnings.append(
+            "the session starts with an answer, not a user message; a marked note was put first "
+            "so that chat APIs accept it"
+        )
+        return [*messages[:at], note, *messages[at:]]
 
     def result_id(self, call_id: str) -> str:
         """The id of the result message for ``call_id`` (the same for a placeholder)."""

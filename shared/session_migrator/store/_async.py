@@ -31,10 +31,16 @@ class AsyncMixin:
         *,
         workspace: str = "default",
         metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> int:
         batch = list(messages)  # consume the iterable on the caller's thread
         return await asyncio.to_thread(
-            self.append, session_id, batch, workspace=workspace, metadata=metadata
+            self.append,
+            session_id,
+            batch,
+            workspace=workspace,
+            metadata=metadata,
+            idempotency_key=idempotency_key,
         )
 
     async def aload(

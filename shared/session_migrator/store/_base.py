@@ -19,9 +19,11 @@ from typing import Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from session_migrator._errors import SessionNotFoundError, StoreError
-from session_migrator._messages import Message, continuing
+from session_migrator._message_ids import storage_ids
+from session_migrator._messages import Message
 from session_migrator.store import _codec
 from session_migrator.store._async import AsyncMixin
+from session_migrator.store._guard import check_id, guard_class
 from session_migrator.store._offload import is_offloaded, offload
 from session_migrator.store._types import (
     MessageNotFoundError,
@@ -36,13 +38,6 @@ from session_migrator.store._types import (
 __all__ = ["BaseSessionStore", "Record", "check_id", "display_url"]
 
 Clock = Callable[[], float]
-
-
-def check_id(value: object, what: str) -> str:
-    """``value`` if it is a non-empty string, else a :class:`StoreError` naming ``what``."""
-    if not isinstance(value, str) or not value:
-        raise StoreError(f"{what} must be a non-empty string, got {value!r}")
-    return value
 
 
 def display_url(url: str, **params: str | None) -> str:
@@ -87,6 +82,20 @@ class BaseSessionStore(AsyncMixin, ABC):
     """
 
     url: str = ""
+    #: The driver's errors that become :class:`StoreError` (see :mod:`._guard`).
+    backend_errors: tuple[type[BaseException], ...] = ()
+    #: What to check when the driver fails, said after its error.
+    backend_hint: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        guard_class(cls)  # every backend's methods check ids and translate errors
+
+    def store_error(self, method: str, exc: BaseException) -> StoreError:
+        """The :class:`StoreError` for a driver error ``exc`` raised by ``method``."""
+        reason = str(exc).strip() or type(exc).__name__
+        hint = f" {self.backend_hint}" if self.backend_hint else ""
+        return StoreError(f"{self.url}: {method} failed: {type(exc).__name__}: {reason}.{hint}")
 
     def __init__(self, *, offload_threshold: int | None = None, clock: Clock | None = None) -> None:
         if offload_threshold is not None and offload_threshold < 0:
@@ -103,23 +112,26 @@ class BaseSessionStore(AsyncMixin, ABC):
         *,
         workspace: str = "default",
         metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> int:
         """Append ``messages`` in order; returns how many were newly stored.
 
         Creates the session (with ``workspace`` and ``metadata``) when it does not exist; for an
         existing session both are left as they are (use :meth:`set_metadata`). The session's
-        ``updated_at`` (last activity) moves only when a message is added. A message whose
-        id is already in the session is skipped, so appending the same message twice stores it
-        once. Ids that :func:`~session_migrator.messages_from_openai` derived from a message's
-        place in its list are placed in the session (see :func:`~session_migrator._messages.
-        continuing`): the whole log or the same batch sent again is stored once, and a batch
-        that continues the session is appended after it even where its words repeat earlier
-        ones. The call is atomic: after a crash either all of its new messages are stored or
-        none. With ``offload_threshold`` set, a large tool output is stored as a preview (see
-        :mod:`session_migrator.store._offload`; ``load(full=True)`` gives the original back).
+        ``updated_at`` (last activity) moves only when a message is added. A message whose id
+        the caller gave and that is already in the session is skipped, so appending the same
+        message twice stores it once. An id :func:`~session_migrator.messages_from_openai`
+        derived is not the caller's: such a message is always stored (the same words said
+        twice are two messages), unless ``idempotency_key`` names the batch: the same batch
+        sent again under the same key is stored once (see
+        :func:`~session_migrator._message_ids.storage_ids`). The call is atomic: after a crash
+        either all of its new messages are stored or none, and it reads nothing of the
+        session (its cost does not grow with the session). With ``offload_threshold`` set, a
+        large tool output is stored as a preview (see :mod:`session_migrator.store._offload`;
+        ``load(full=True)`` gives the original back).
         """
-        check_id(session_id, "session_id")
-        check_id(workspace, "workspace")
+        if idempotency_key is not None:
+            check_id(idempotency_key, "idempotency_key")
         batch = list(messages)
         for i, message in enumerate(batch):
             if not isinstance(message, Message):
@@ -130,7 +142,7 @@ class BaseSessionStore(AsyncMixin, ABC):
             check_id(message.id, f"message {i} id")
         records: list[Record] = []
         seen: set[str] = set()
-        for message in continuing(batch, lambda: self._message_ids(session_id)):
+        for message in storage_ids(batch, idempotency_key):
             if message.id in seen:
                 continue
             seen.add(message.id)
@@ -171,7 +183,6 @@ class BaseSessionStore(AsyncMixin, ABC):
         :class:`MessageNotFoundError` when it is not in the session). ``full=True`` puts the
         original tool outputs in place of offloaded previews.
         """
-        check_id(session_id, "session_id")
         messages = self._load_counted(session_id, after)[0]
         if full:
             wanted = [m.id for m in messages if is_offloaded(m)]
@@ -191,7 +202,6 @@ class BaseSessionStore(AsyncMixin, ABC):
         ``([], 0)`` for an unknown session; :class:`MessageNotFoundError` when ``after`` is not
         in the session.
         """
-        check_id(session_id, "session_id")
         return self._load_counted(session_id, after)
 
     def get_offloaded(self, session_id: str, message_id: str) -> str:
@@ -265,17 +275,14 @@ class BaseSessionStore(AsyncMixin, ABC):
 
     def delete_session(self, session_id: str) -> bool:
         """Delete a session with everything of it; ``False`` when there was none."""
-        check_id(session_id, "session_id")
         return self._delete_session(session_id, only_if_empty=False)
 
     def erase_workspace(self, workspace: str) -> int:
         """Delete every session of ``workspace``; returns how many sessions were deleted."""
-        check_id(workspace, "workspace")
         return sum(self._delete_session(s, only_if_empty=False) for s in self._ids_in(workspace))
 
     def erase_user(self, user_id: str) -> int:
         """Delete every session whose metadata ``user_id`` is ``user_id``; returns the count."""
-        check_id(user_id, "user_id")
         return sum(self._delete_session(s, only_if_empty=False) for s in self._ids_of_user(user_id))
 
     def purge_older_than(self, days: float, *, now: datetime | float | None = None) -> int:
@@ -297,7 +304,6 @@ class BaseSessionStore(AsyncMixin, ABC):
 
     def set_metadata(self, session_id: str, metadata: Mapping[str, Any]) -> None:
         """Replace the session's metadata (a JSON object); unknown session: SessionNotFoundError."""
-        check_id(session_id, "session_id")
         meta = _codec.dumps(dict(metadata))
         if not self._set_metadata(session_id, meta, user_id_of(metadata), self._clock()):
             raise SessionNotFoundError(session_id)
@@ -321,7 +327,6 @@ class BaseSessionStore(AsyncMixin, ABC):
         :class:`~session_migrator.ConflictError` is raised and nothing is written. Unknown
         session: :class:`~session_migrator.SessionNotFoundError`.
         """
-        check_id(session_id, "session_id")
         if expected_revision < 0:
             raise StoreError("expected_revision must be >= 0 (0 = no summary yet)")
         if covered_count < 0:
@@ -477,3 +482,6 @@ def _covers_any(summary: StoredSummary, order: Sequence[str], deleted: set[str])
     if stop is None:
         return bool(deleted & set(order)) or bool(deleted & {summary.first_id, summary.last_id})
     return any(mid in deleted for mid in order[start : stop + 1])
+
+
+guard_class(BaseSessionStore)

@@ -27,6 +27,7 @@ from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._codec import index_key as ik
 from session_migrator.store._connections import ThreadConnections
+from session_migrator.store._postgres_conn import bounded, split_url
 from session_migrator.store._postgres_schema import migrate
 from session_migrator.store._types import (
     MessageNotFoundError,
@@ -74,6 +75,9 @@ def _session(row: Sequence[Any]) -> SessionInfo:
 class PostgresStore(BaseSessionStore):
     """A session store in PostgreSQL (``postgresql://user@host:5432/db``)."""
 
+    backend_errors = (psycopg.Error,)
+    backend_hint = "Check that PostgreSQL is running and reachable"
+
     def __init__(
         self,
         url: str,
@@ -84,7 +88,9 @@ class PostgresStore(BaseSessionStore):
     ) -> None:
         super().__init__(offload_threshold=offload_threshold, clock=clock)
         self.url = display_url(url, schema=schema)
-        self._conninfo = url
+        self._conninfo, statement_timeout = split_url(url)
+        #: seconds a call may wait for the server before its connection is cut (0: no limit)
+        self.deadline = statement_timeout + min(statement_timeout, 5.0)
         self.schema = schema
         self._connections = ThreadConnections(
             self._connect,
@@ -94,11 +100,12 @@ class PostgresStore(BaseSessionStore):
         )
         try:
             conn = self._conn()
-            if schema is not None:
-                conn.execute(
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
-                )
-            migrate(conn, self.url)
+            with bounded(conn, self.deadline, self.url):
+                if schema is not None:
+                    conn.execute(
+                        sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
+                    )
+                migrate(conn, self.url)
         except psycopg.Error as exc:
             self.close()
             raise StoreError(f"cannot open the PostgreSQL store {self.url!r}: {exc}") from exc
@@ -121,23 +128,20 @@ class PostgresStore(BaseSessionStore):
                 "running and the URL (user, host, port, database) is right."
             ) from exc
         if self.schema is not None:
-            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+            with bounded(conn, self.deadline, self.url):
+                conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
         return conn
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:
         conn = self._conn()
-        try:
-            with conn.transaction():
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise StoreError(f"PostgreSQL store {self.url!r}: {str(exc).strip()}") from exc
+        with bounded(conn, self.deadline, self.url), conn.transaction():
+            yield conn
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
-        try:
-            return self._conn().execute(query, params).fetchall()
-        except psycopg.OperationalError as exc:
-            raise StoreError(f"PostgreSQL store {self.url!r}: {str(exc).strip()}") from exc
+        conn = self._conn()
+        with bounded(conn, self.deadline, self.url):
+            return conn.execute(query, params).fetchall()
 
     # -- primitives -------------------------------------------------------------------------
 

@@ -3,8 +3,10 @@
 Contract shared by every backend (one test suite checks it on each):
 
 - the full conversation is kept; nothing a caller did not delete is ever dropped;
-- ``append`` is atomic per call and idempotent by message id within a session; each call's
-  messages keep their order and come after everything stored before it;
+- ``append`` is atomic per call and idempotent by the caller's message ids within a session,
+  or by a batch's idempotency key; a message is never dropped for repeating another's words
+  (ids :func:`~session_migrator.messages_from_openai` derived are not deduplicated on); each
+  call's messages keep their order and come after everything stored before it;
 - ids (session, workspace, user, message) are data: any non-empty string is stored and found
   as given, never used as a path or spliced into a query;
 - deletes take every trace of a message with it: offloaded output, cached counts, and a
@@ -37,6 +39,7 @@ class SyncSessionStore(Protocol):
         *,
         workspace: str = "default",
         metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> int: ...
 
     def load(
@@ -123,6 +126,7 @@ class SessionStore(SyncSessionStore, Protocol):
         *,
         workspace: str = "default",
         metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> int: ...
 
     async def aload(

@@ -43,6 +43,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the dependency test
     raise MissingDependencyError("The Redis store", "redis") from exc
 
+from session_migrator.store._redis_client import connect, warn_if_volatile
+
 __all__ = ["DEFAULT_PREFIX", "RedisStore"]
 
 DEFAULT_PREFIX = "session_migrator:"
@@ -81,6 +83,9 @@ def _text(value: Any) -> str:
 class RedisStore(BaseSessionStore):
     """A session store in Redis (``redis://host:port/db``)."""
 
+    backend_errors = (redis.RedisError,)
+    backend_hint = "Check that Redis is running and reachable"
+
     def __init__(
         self,
         url: str,
@@ -94,15 +99,17 @@ class RedisStore(BaseSessionStore):
             raise StoreError("the Redis key prefix must not be empty")
         self.url = display_url(url, prefix=None if prefix == DEFAULT_PREFIX else prefix)
         self.prefix = prefix
-        self._client: redis.Redis = redis.Redis.from_url(url, decode_responses=False)
         try:
+            self._client: redis.Redis = connect(url)
             self._client.ping()
-        except redis.RedisError as exc:
-            self._client.close()
+        except (redis.RedisError, ValueError) as exc:  # (ValueError: a bad URL parameter)
+            if hasattr(self, "_client"):
+                self._client.close()
             raise StoreError(
                 f"cannot connect to Redis at {self.url!r}: {exc}. Check that Redis is running and "
-                "the URL (host, port, database number) is right."
+                "the URL (host, port, database number, parameters) is right."
             ) from exc
+        warn_if_volatile(self._client, self.url)
         register = self._client.register_script
         self._append_script = register(lua.APPEND)
         self._load_script = register(lua.LOAD)
@@ -132,10 +139,7 @@ class RedisStore(BaseSessionStore):
         return f"{self.prefix}user:{key_digest(user_id)}"
 
     def _run(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        try:
-            return script(keys=list(keys), args=list(args))
-        except redis.RedisError as exc:
-            raise StoreError(f"Redis store {self.url!r}: {exc}") from exc
+        return script(keys=list(keys), args=list(args))
 
     # -- primitives -------------------------------------------------------------------------
 

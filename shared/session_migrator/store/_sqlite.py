@@ -81,6 +81,8 @@ class SQLiteStore(BaseSessionStore):
     ``busy_timeout`` (seconds) is how long a writer waits for another one before failing.
     """
 
+    backend_errors = (sqlite3.Error,)
+
     def __init__(
         self,
         path: str | Path,
@@ -141,18 +143,13 @@ class SQLiteStore(BaseSessionStore):
         try:
             yield conn
             conn.execute("COMMIT")
-        except BaseException as exc:
+        except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"{self.url}: {exc}") from exc
             raise
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        try:
-            return self._conn().execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.url}: {exc}") from exc
+        return self._conn().execute(sql, params).fetchall()
 
     # -- primitives -------------------------------------------------------------------------
 

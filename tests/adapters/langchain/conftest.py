@@ -9,6 +9,7 @@ sent, in whatever way they were called (invoke, ainvoke, stream, astream).
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -41,6 +42,8 @@ class RecordingChatModel(GenericFakeChatModel):
 
     model_name: str = "fake-model"
     received: list[list[BaseMessage]] = Field(default_factory=list)
+    #: the keyword arguments of each call (what is bound: tools, response_format, ...)
+    received_kwargs: list[dict[str, Any]] = Field(default_factory=list)
     usage_from: Any = None  # a counter: report its count of the request as usage input_tokens
 
     def _generate(
@@ -51,6 +54,7 @@ class RecordingChatModel(GenericFakeChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         self.received.append(list(messages))
+        self.received_kwargs.append(dict(kwargs))
         result = super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
         if self.usage_from is not None:
             tokens = self.usage_from.count_messages(messages_to_core(messages))
@@ -112,6 +116,49 @@ def budget_of(model: Any) -> tuple[int, Any]:
 def tokens_sent(messages: Sequence[BaseMessage], counter: Any) -> int:
     """What ``messages`` cost by the core counter (with the reply priming)."""
     return int(counter.count_messages(messages_to_core(messages)))
+
+
+def _o200k() -> Any:
+    from session_migrator._encodings import get_encoding  # the bundled file, read offline
+
+    encoding = get_encoding("o200k_base")
+    assert encoding is not None
+    return encoding
+
+
+def schema_tokens(kwargs: dict[str, Any]) -> int:
+    """What the schemas a call was sent with cost by tiktoken (o200k): each tool, function or
+    response-format schema's JSON, plus 8 tokens of framing each."""
+    encoding = _o200k()
+    schemas: list[Any] = [*kwargs.get("tools", ()), *kwargs.get("functions", ())]
+    if kwargs.get("response_format") is not None:
+        schemas.append(kwargs["response_format"])
+    return sum(
+        len(encoding.encode(json.dumps(s, ensure_ascii=False, default=str))) + 8 for s in schemas
+    )
+
+
+def openai_tokens(messages: Sequence[BaseMessage]) -> int:
+    """An independent tiktoken (o200k) count of ``messages`` in OpenAI's chat format: per
+    message 3 tokens, its role, its text, its tool calls' names and arguments; 3 for the reply."""
+    from langchain_core.messages import convert_to_openai_messages
+
+    encoding = _o200k()
+    total = 3
+    for message in convert_to_openai_messages(list(messages)):
+        total += 3 + len(encoding.encode(message["role"]))
+        content = message.get("content") or ""
+        if not isinstance(content, str):
+            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        total += len(encoding.encode(content))
+        for call in message.get("tool_calls") or ():
+            function = call["function"]
+            total += 3 + len(encoding.encode(function["name"] + function["arguments"]))
+        if message.get("tool_call_id"):
+            total += len(encoding.encode(message["tool_call_id"]))
+        if message.get("name"):
+            total += 1 + len(encoding.encode(message["name"]))
+    return total
 
 
 def assert_paired(messages: Sequence[BaseMessage]) -> None:
@@ -212,6 +259,8 @@ def kit() -> SimpleNamespace:
         budget_of=budget_of,
         tokens_sent=tokens_sent,
         assert_paired=assert_paired,
+        schema_tokens=schema_tokens,
+        openai_tokens=openai_tokens,
         conversation=conversation,
         FILLER=FILLER,
     )

@@ -280,7 +280,7 @@ def test_converted_messages_are_reused_across_calls_but_not_when_changed(kit: An
         message.id = message.id or f"m{n}"
     request = ModelRequest(model=small, messages=history, system_message=SystemMessage("Be brief."))
     first = [m.content for m in fit.fit_request(request).messages]
-    assert len(fit._converted) == len(history)
+    assert len(fit._fitter._converted) == len(history)
     assert [m.content for m in fit.fit_request(request).messages] == first  # stable
     history[-1].content = "Order 103 was returned: " + FILLER * 40  # changed in place
     changed = fit.fit_request(request)

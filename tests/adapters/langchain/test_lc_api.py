@@ -15,15 +15,18 @@ MODULES = (
     "langchain_session_migrator._callbacks",
     "langchain_session_migrator._convert",
     "langchain_session_migrator._factory",
+    "langchain_session_migrator._guard",
     "langchain_session_migrator._history",
     "langchain_session_migrator._middleware",
     "langchain_session_migrator._models",
+    "langchain_session_migrator._request",
     "langchain_session_migrator._summarizer",
 )
 
 
 def test_public_surface_is_pinned() -> None:
     assert langchain_session_migrator.__all__ == [
+        "FitToModel",
         "FitToModelMiddleware",
         "FittedChatMessageHistory",
         "FittedHistoryFactory",

@@ -9,6 +9,7 @@ import sys
 import llamaindex_session_migrator
 
 PUBLIC = [
+    "FitToModelLLM",
     "FittedMemory",
     "LLAMAINDEX_KEY",
     "LlamaIndexSummarizer",

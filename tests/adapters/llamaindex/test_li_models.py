@@ -14,7 +14,7 @@ from session_migrator import UnknownModelError
 
 def test_mock_llm_metadata_is_the_window() -> None:
     window = window_for(MockLLM(max_tokens=64))
-    assert (window.context_window, window.max_input_tokens) == (3900, 3900)
+    assert (window.context_window, window.max_input_tokens) == (3900, 3900 - 64)
     assert window.max_output_tokens == 64
     assert (window.source, window.tokenizer) == ("metadata", "other")
 
@@ -30,7 +30,7 @@ def test_known_name_gives_the_tokenizer_and_metadata_the_window(
     window = window_for(make_llm(model_name="gpt-4o-mini", context_window=5000, num_output=300))
     assert (window.context_window, window.max_input_tokens, window.max_output_tokens) == (
         5000,
-        5000,
+        5000 - 300,
         300,
     )
     assert (window.tokenizer, window.source, window.provider) == (

@@ -1,0 +1,250 @@
+"""Fitting one complete LLM request (messages and tool schemas) to one model's window.
+
+The request is counted as the model will receive it: every message, every tool schema (its
+OpenAI function JSON plus a small framing cost) and, held back from the window, the output
+LlamaIndex asks for (``metadata.num_output``, sent as ``max_tokens``). A request that fits goes
+out untouched (the same list, the same objects); else its messages are fitted by the core's
+:func:`~session_migrator.migrate`, and what was cut is reported.
+
+Messages a :class:`~llamaindex_session_migrator.SessionMigratorMemory` handed out are known by
+their stored record (see ``_instrumentation``): they keep their stored id and cached token
+count, and the memory's rolling summary of the session (in its store) is extended rather than
+written afresh. Every other message is converted once per object and given an id derived from
+its content, so the same request fitted twice gives the same result and a rolling summary of a
+long agent run is extended call after call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage
+
+from llamaindex_session_migrator._convert import from_chat_message, to_chat_message
+from llamaindex_session_migrator._instrumentation import lookup
+from session_migrator import (
+    Compressor,
+    Message,
+    MigrationReport,
+    ModelWindow,
+    Summarizer,
+    Summary,
+    TokenCounter,
+    counter_for,
+    migrate,
+)
+
+__all__ = ["TOKENS_PER_TOOL", "RequestFitter", "tool_schema_text"]
+
+#: Tokens counted per tool on top of its JSON schema (name, framing).
+TOKENS_PER_TOOL = 8
+#: How often a fit is redone with the overshoot held back (a result that counts over its budget).
+_FOLD_RETRIES = 3
+
+
+def tool_schema_text(tool: Any) -> str:
+    """The JSON a tool is described by: a LlamaIndex tool's OpenAI function schema, a dict as
+    is, anything else as its ``str``."""
+    metadata = getattr(tool, "metadata", None)
+    to_openai = getattr(metadata, "to_openai_tool", None)
+    schema: Any = tool
+    if callable(to_openai):
+        try:
+            schema = to_openai()
+        except Exception:  # a tool whose schema cannot be built is counted by its text
+            schema = str(tool)
+    try:
+        return json.dumps(schema, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(schema)
+
+
+def _fingerprint(message: ChatMessage) -> tuple[Any, ...]:
+    """What an in-place edit changes (LlamaIndex rewrites a block's text, appends blocks)."""
+    return (
+        message.role,
+        tuple((id(b), getattr(b, "text", None)) for b in message.blocks),
+        tuple(message.additional_kwargs),
+    )
+
+
+def _content_id(message: ChatMessage) -> str:
+    digest = hashlib.blake2b(
+        message.model_dump_json(exclude_none=True).encode(), digest_size=10
+    ).hexdigest()
+    return f"li-req-{digest}"
+
+
+class RequestFitter:
+    """Fits requests for one guard (thread-safe; see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        strategy: str | Compressor,
+        summarizer: Summarizer | None,
+        reserve_output: int | None,
+        reserve_tokens: int,
+        max_summaries: int = 256,
+        max_cached_messages: int = 20_000,
+    ) -> None:
+        self.strategy = strategy
+        self.summarizer = summarizer
+        self.reserve_output = reserve_output
+        self.reserve_tokens = reserve_tokens
+        self.max_summaries = max_summaries
+        self.max_cached_messages = max_cached_messages
+        self.last_report: MigrationReport | None = None
+        self._lock = threading.Lock()
+        self._summaries: OrderedDict[str, Summary] = OrderedDict()
+        self._converted: OrderedDict[int, tuple[ChatMessage, tuple[Any, ...], Message]] = (
+            OrderedDict()
+        )
+
+    # -- counting ----------------------------------------------------------------------------
+
+    @staticmethod
+    def counter(window: ModelWindow) -> TokenCounter:
+        return counter_for(window.tokenizer, model=window.name)
+
+    @staticmethod
+    def tool_tokens(tools: Sequence[Any], counter: TokenCounter) -> int:
+        """What ``tools`` cost in the request."""
+        return sum(counter.count_text(tool_schema_text(t)) + TOKENS_PER_TOOL for t in tools)
+
+    def output_reserve(self, window: ModelWindow) -> int | None:
+        """The output held back: the guard's ``reserve_output``, else the model's whole
+        ``num_output`` (LlamaIndex sends it as ``max_tokens``)."""
+        if self.reserve_output is not None:
+            return self.reserve_output
+        out = window.max_output_tokens
+        if out is None:
+            return None
+        return min(out, window.context_window - 1)
+
+    # -- conversion --------------------------------------------------------------------------
+
+    def _to_core(self, messages: Sequence[ChatMessage]) -> tuple[list[Message], Any]:
+        """The core messages, and the memory (listener) whose messages the request carries."""
+        out: list[Message] = []
+        owner: Any = None
+        seen: dict[str, int] = {}
+        with self._lock:
+            cache = self._converted
+            for message in messages:
+                core: Message | None = None
+                handout = lookup(message)
+                if handout is not None and (
+                    message is handout.template or message == handout.template
+                ):
+                    core = handout.core
+                    if owner is None:
+                        owner = handout.owner()
+                if core is None:
+                    fingerprint = _fingerprint(message)
+                    hit = cache.get(id(message))
+                    if hit is not None and hit[0] is message and hit[1] == fingerprint:
+                        cache.move_to_end(id(message))
+                        core = hit[2]
+                    else:
+                        core = from_chat_message(message, id=_content_id(message))
+                        cache[id(message)] = (message, fingerprint, core)
+                repeat = seen.get(core.id, 0)
+                seen[core.id] = repeat + 1
+                out.append(core if not repeat else core.replace(id=f"{core.id}-{repeat}"))
+            while len(cache) > self.max_cached_messages:
+                cache.popitem(last=False)
+        return out, owner
+
+    # -- the fit -----------------------------------------------------------------------------
+
+    def fit(
+        self,
+        messages: Sequence[ChatMessage],
+        window: ModelWindow,
+        *,
+        tools: Sequence[Any] = (),
+        reserved: int = 0,
+    ) -> list[ChatMessage] | None:
+        """The messages to send instead of ``messages``, or ``None`` when they fit as they are.
+
+        ``tools`` are counted with their schemas; ``reserved`` tokens are held back besides.
+        """
+        counter = self.counter(window)
+        extra = self.tool_tokens(tools, counter) + self.reserve_tokens + reserved
+        core, owner = self._to_core(messages)
+        key = next((m.id for m in core if m.role != "system"), None)
+        previous = self._previous_summary(key, owner)
+        reserve_output = self.output_reserve(window)
+        limit: int | None = None
+        fitted: list[Message] = []
+        for _ in range(_FOLD_RETRIES):
+            result = migrate(
+                core,
+                window,
+                strategy=self.strategy,
+                summarizer=self.summarizer,
+                reserve_output=reserve_output,
+                counter=counter,
+                previous_summary=previous,
+                extra_reserved=extra,
+            )
+            self.last_report = result.report
+            if result.report.decision == "fits" and not result.report.dropped_ids:
+                return None
+            if limit is None:
+                limit = result.report.budget
+            fitted = result.messages
+            over = counter.count_messages(fitted) - limit
+            if over <= 0:
+                break
+            extra += over
+        if result.summary is not None and key is not None:
+            with self._lock:
+                self._summaries[key] = result.summary
+                self._summaries.move_to_end(key)
+                while len(self._summaries) > self.max_summaries:
+                    self._summaries.popitem(last=False)
+        originals = {id(c): m for c, m in zip(core, messages, strict=True)}
+        return [originals.get(id(m)) or to_chat_message(m) for m in fitted]
+
+    def _previous_summary(self, key: str | None, owner: Any) -> Summary | None:
+        """This guard's rolling summary of the conversation starting at ``key``, else the one
+        the memory that handed the messages out keeps in its store."""
+        if key is not None:
+            with self._lock:
+                held = self._summaries.get(key)
+            if held is not None:
+                return held
+        memory = getattr(owner, "memory", None)
+        if memory is None:
+            return None
+        stored = memory.store.get_summary(memory.session_id)
+        if stored is None:
+            return None
+        return Summary(
+            stored.text, stored.first_id, stored.last_id, stored.covered_count, stored.strategy
+        )
+
+    def fit_prompt(self, prompt: str, window: ModelWindow) -> str | None:
+        """A completion prompt that fits (cut inside, head and tail kept, with a marker), or
+        ``None`` when ``prompt`` fits as it is."""
+        counter = self.counter(window)
+        message = Message("user", prompt, id="li-prompt")
+        result = migrate(
+            [message],
+            window,
+            strategy="trim",
+            reserve_output=self.output_reserve(window),
+            counter=counter,
+            extra_reserved=self.reserve_tokens,
+        )
+        self.last_report = result.report
+        if result.report.decision == "fits":
+            return None
+        return "\n\n".join(m.text for m in result.messages)
