@@ -33,6 +33,7 @@ from llamaindex_session_migrator._memory_options import (
 from llamaindex_session_migrator._memory_reference import is_reference, reference, restore
 from llamaindex_session_migrator._models import ModelLike
 from llamaindex_session_migrator._reconcile import plan_set
+from llamaindex_session_migrator._token_limit import fit_within
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
 from session_migrator import (
     DEFAULT_SLACK,
@@ -364,20 +365,18 @@ class SessionMigratorMemory(ChatMemoryBuffer):
             window, source = self._tracker.resolve()
             # token_limit caps the history as ChatMemoryBuffer's does: at most token_limit less
             # initial_token_count (the model's own budget, with its reserves, may be smaller)
-            cap = (
-                self.token_limit - max(0, initial_token_count)
-                if self.token_limit != _NO_CAP
-                else None
-            )
+            cap: int | None = None
+            if self.token_limit != _NO_CAP:
+                if initial_token_count > self.token_limit:
+                    raise ValueError("Initial token count exceeds token limit")
+                cap = self.token_limit - max(0, initial_token_count)
             options = self._options
             query = (
                 input if isinstance(input, str) and input and uses_query(options.strategy) else None
             )
             extra = max(0, initial_token_count) + options.input_reserve(window)
             fitter = self._get_fitter()
-            if fitter.refresh():
-                result = fitter.fit(window, query=query, extra_reserved=extra, budget_cap=cap)
-            else:
+            if not fitter.refresh():
                 # nothing stored yet: there is no session to log a migration against
                 result = migrate(
                     [],
@@ -385,6 +384,16 @@ class SessionMigratorMemory(ChatMemoryBuffer):
                     strategy=options.strategy,
                     reserve_output=options.reserve_output,
                     extra_reserved=extra,
+                )
+            else:
+                own = self.tokenizer_fn
+                result = fit_within(
+                    fitter,
+                    window,
+                    query=query,
+                    extra=extra,
+                    cap=cap,
+                    tokenizer_fn=own if not isinstance(own, PromptTokenizer) else None,
                 )
             self._window, self._source = window, source
             return result
