@@ -35,8 +35,8 @@ __all__ = ["ModelSource", "SessionMigratorMemory"]
 
 #: Unless ``reserve_input`` is given, this share of the window (at most
 #: :data:`DEFAULT_RESERVE_CAP` tokens) is kept free for what the engine sends besides the history.
-DEFAULT_RESERVE_SHARE = 0.10
-DEFAULT_RESERVE_CAP = 1024
+DEFAULT_RESERVE_SHARE = 0.25
+DEFAULT_RESERVE_CAP = 4096
 
 _NO_CHAT_STORE = (
     "SessionMigratorMemory keeps the conversation in a session store: pass "
@@ -288,7 +288,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         quarter of the window). ``reserve_input`` keeps input tokens free for what the engine
         sends besides the history (retrieved context, a system prompt, tool schemas, an
         agent's scratchpad): a number of tokens, or a share of the window below 1; by default
-        10% of the window, at most 1,024 tokens. ``ContextChatEngine`` and
+        a quarter of the window, at most 4,096 tokens (on a 4,096 window, 1,024: what the
+        context chat engines need beside the history). ``ContextChatEngine`` and
         ``CondensePlusContextChatEngine`` need the retrieved context plus about 700 tokens (their
         response synthesizer keeps 500 tokens of padding besides its templates).
         ``token_limit`` caps the history as ``ChatMemoryBuffer``'s does: at most
