@@ -36,6 +36,7 @@ from session_migrator._messages import (
     messages_to_openai,
 )
 from session_migrator._migrate import MigrationReport, MigrationResult, Plan, migrate, plan
+from session_migrator._model_names import infer_tokenizer
 from session_migrator._models import (
     known_models,
     load_overrides,
@@ -117,6 +118,7 @@ __all__ = [
     "chat_rule_violations",
     "check_strategy",
     "counter_for",
+    "infer_tokenizer",
     "known_models",
     "load_overrides",
     "lookup_model",
