@@ -253,7 +253,8 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         quarter of the window). ``reserve_input`` keeps input tokens free for what the engine
         sends besides the history (retrieved context, a system prompt, tool schemas, an
         agent's scratchpad): a number of tokens, or a share of the window below 1; by default
-        10% of the window, at most 1,024 tokens. ``ContextChatEngine`` and
+        a quarter of the window, at most 4,096 tokens (on a 4,096 window, 1,024: what the
+        context chat engines need beside the history). ``ContextChatEngine`` and
         ``CondensePlusContextChatEngine`` need the retrieved context plus about 700 tokens (their
         response synthesizer keeps 500 tokens of padding besides its templates).
         ``token_limit`` caps the history as ``ChatMemoryBuffer``'s does: at most

@@ -44,8 +44,8 @@ __all__ = [
 
 #: Unless ``reserve_input`` is given, this share of the window (at most
 #: :data:`DEFAULT_RESERVE_CAP` tokens) is kept free for what the engine sends besides the history.
-DEFAULT_RESERVE_SHARE = 0.10
-DEFAULT_RESERVE_CAP = 1024
+DEFAULT_RESERVE_SHARE = 0.25
+DEFAULT_RESERVE_CAP = 4096
 
 #: The keywords both memory classes take besides LlamaIndex's own.
 FIT_OPTIONS = (

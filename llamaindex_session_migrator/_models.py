@@ -25,9 +25,7 @@ from llama_index.core.base.llms.types import LLMMetadata
 from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUTS
 from llama_index.core.llms import LLM
 
-from session_migrator import ModelWindow, UnknownModelError
-from session_migrator._migrate import resolve_target
-from session_migrator._models import infer_tokenizer, lookup_model
+from session_migrator import ModelWindow, UnknownModelError, infer_tokenizer, lookup_model
 
 __all__ = ["DEFAULT_WINDOW", "ModelLike", "window_for", "window_from_metadata"]
 
@@ -103,7 +101,7 @@ def window_for(model: ModelLike) -> ModelWindow:
         return model
     if isinstance(model, str):
         try:
-            return resolve_target(model)
+            return lookup_model(model)
         except UnknownModelError as exc:
             raise exc.with_remedy(
                 "Pass the LLM itself (its metadata.context_window is read) or a "

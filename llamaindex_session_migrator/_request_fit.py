@@ -9,9 +9,11 @@ out untouched (the same list, the same objects); else its messages are fitted by
 Messages a :class:`~llamaindex_session_migrator.SessionMigratorMemory` handed out are known by
 their stored record (see ``_instrumentation``): they keep their stored id and cached token
 count, and the memory's rolling summary of the session (in its store) is extended rather than
-written afresh. Every other message is converted once per object and given an id derived from
-its content, so the same request fitted twice gives the same result and a rolling summary of a
-long agent run is extended call after call.
+written afresh. When the memory handed out a compressed view (fitted to another model), its part
+of the request is replaced by the whole stored log, so a larger model gets back what was cut
+and recall ranks the whole session. Every other message is converted once per object and given
+an id derived from its content, so the same request fitted twice gives the same result and a
+rolling summary of a long agent run is extended call after call.
 """
 
 from __future__ import annotations
@@ -129,22 +131,26 @@ class RequestFitter:
 
     # -- conversion --------------------------------------------------------------------------
 
-    def _to_core(self, messages: Sequence[ChatMessage]) -> tuple[list[Message], Any]:
-        """The core messages, and the memory (listener) whose messages the request carries."""
+    def _to_core(self, messages: Sequence[ChatMessage]) -> tuple[list[Message], Any, list[int]]:
+        """The core messages, the memory (listener) whose messages the request carries, and
+        the positions of its messages (an edited one keeps its stored id)."""
         out: list[Message] = []
         owner: Any = None
+        span: list[int] = []
         seen: dict[str, int] = {}
         with self._lock:
             cache = self._converted
-            for message in messages:
+            for position, message in enumerate(messages):
                 core: Message | None = None
                 handout = lookup(message)
-                if handout is not None and (
-                    message is handout.template or message == handout.template
-                ):
-                    core = handout.core
-                    if owner is None:
-                        owner = handout.owner()
+                publisher = handout.owner() if handout is not None else None
+                if handout is not None and publisher is not None and owner in (None, publisher):
+                    owner = publisher
+                    span.append(position)
+                    if message is handout.template or message == handout.template:
+                        core = handout.core
+                    else:  # edited in place since it was handed out (an agent's state)
+                        core = from_chat_message(message, id=handout.core.id)
                 if core is None:
                     fingerprint = _fingerprint(message)
                     hit = cache.get(id(message))
@@ -159,7 +165,29 @@ class RequestFitter:
                 out.append(core if not repeat else core.replace(id=f"{core.id}-{repeat}"))
             while len(cache) > self.max_cached_messages:
                 cache.popitem(last=False)
-        return out, owner
+        return out, owner, span
+
+    def _with_full_log(self, core: list[Message], owner: Any, span: list[int]) -> list[Message]:
+        """``core`` with the memory's part replaced by its whole stored log up to the newest
+        message it handed out, when the memory sent a compressed view (its summary or note):
+        this model may have room for what the memory cut for another, and recall and the
+        rolling summary then work on the whole session. Else ``core`` itself."""
+        memory = getattr(owner, "memory", None)
+        if (
+            memory is None
+            or not span
+            or span != list(range(span[0], span[-1] + 1))
+            or not any(core[i].marker is not None for i in span)
+        ):
+            return core
+        log = memory.store.load(memory.session_id)
+        position = {m.id: k for k, m in enumerate(log)}
+        ours = {core[i].id: core[i] for i in span}
+        found = [position[i] for i in ours if i in position]
+        if not found:
+            return core
+        middle = [ours.get(m.id, m) for m in log[: max(found) + 1]]
+        return [*core[: span[0]], *middle, *core[span[-1] + 1 :]]
 
     # -- the fit -----------------------------------------------------------------------------
 
@@ -177,7 +205,9 @@ class RequestFitter:
         """
         counter = self.counter(window)
         extra = self.tool_tokens(tools, counter) + self.reserve_tokens + reserved
-        core, owner = self._to_core(messages)
+        sent, owner, span = self._to_core(messages)
+        core = self._with_full_log(sent, owner, span)
+        expanded = core is not sent
         key = next((m.id for m in core if m.role != "system"), None)
         previous = self._previous_summary(key, owner)
         reserve_output = self.output_reserve(window)
@@ -196,7 +226,10 @@ class RequestFitter:
             )
             self.last_report = result.report
             if result.report.decision == "fits" and not result.report.dropped_ids:
-                return None
+                if not expanded:
+                    return None
+                fitted = result.messages
+                break
             if limit is None:
                 limit = result.report.budget
             fitted = result.messages
@@ -210,7 +243,7 @@ class RequestFitter:
                 self._summaries.move_to_end(key)
                 while len(self._summaries) > self.max_summaries:
                     self._summaries.popitem(last=False)
-        originals = {id(c): m for c, m in zip(core, messages, strict=True)}
+        originals = {id(c): m for c, m in zip(sent, messages, strict=True)}
         return [originals.get(id(m)) or to_chat_message(m) for m in fitted]
 
     def _previous_summary(self, key: str | None, owner: Any) -> Summary | None:

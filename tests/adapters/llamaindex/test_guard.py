@@ -11,6 +11,7 @@ from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.tools import FunctionTool
 
 from llamaindex_session_migrator import FitToModelLLM, SessionMigratorMemory
+from session_migrator import ModelWindow
 from tests.adapters.llamaindex._recording import RecordingLLM
 
 pytestmark = [
@@ -101,6 +102,22 @@ def test_a_memory_built_with_a_big_model_fits_a_small_one_on_its_first_call(
     cut = set(report.dropped_ids) | set(report.summarized_ids)
     assert cut
     assert cut <= stored
+
+
+def test_a_larger_model_gets_back_what_the_memory_cut_for_a_smaller_one(
+    make_memory: MemoryFactory,
+) -> None:
+    big = RecordingLLM(model_name="gpt-4o", context_window=128_000, num_output=1024)
+    memory = make_memory(model=ModelWindow("tiny", "test", 2000, 2000, 100, "o200k_base", "x"))
+    history = _long_history(20)
+    memory.set(history)
+    assert len(memory.get()) < len(history)  # the memory fits its own (small) model
+    engine = SimpleChatEngine.from_defaults(llm=FitToModelLLM(big), memory=memory)
+    engine.chat("Everything, please.")
+    sent = big.requests[-1].messages
+    assert [m.content for m in sent[:-1]] == [m.content for m in history]
+    assert sent[-1].content == "Everything, please."
+    assert big.problems() == []
 
 
 async def test_planner_and_clerk_on_different_windows_each_fit_their_own(
