@@ -14,11 +14,8 @@ from typing import Any, Literal, cast, get_args
 
 from session_migrator._errors import InvalidMessageError
 from session_migrator._message_ids import derived_id, new_id
-from session_migrator._nesting import (
-    check_arguments_nesting,
-    check_message_nesting,
-    check_openai_nesting,
-)
+from session_migrator._message_parts import ContentPart, ToolCall
+from session_migrator._nesting import check_message_nesting, check_openai_nesting
 
 __all__ = [
     "ContentPart",
@@ -36,48 +33,6 @@ ROLES: tuple[str, ...] = get_args(Role)
 #: Key under ``Message.extra`` where the library marks the messages it writes itself
 #: (``{"kind": "summary" | "trim_note" | "truncated", ...}``).
 MARKER_KEY = "session_migrator"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One function call requested by an assistant message. ``arguments`` is a JSON string."""
-
-    id: str
-    name: str
-    arguments: str = "{}"
-
-    def __post_init__(self) -> None:
-        for label in ("id", "name"):
-            value = getattr(self, label)
-            if not isinstance(value, str):
-                raise InvalidMessageError(
-                    f"a tool call's {label} must be a string, got {type(value).__name__}",
-                    field=f"tool_calls.{label}",
-                )
-        arguments: object = self.arguments
-        check_arguments_nesting(arguments, self.id)
-        if isinstance(arguments, Mapping):  # what a LangChain tool call holds: kept as JSON
-            object.__setattr__(self, "arguments", json.dumps(arguments, ensure_ascii=False))
-        elif not isinstance(arguments, str):
-            raise InvalidMessageError(
-                "a tool call's arguments must be a JSON string (or a dict of them), got "
-                f"{type(arguments).__name__}",
-                field="tool_calls.arguments",
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class ContentPart:
-    """One part of a multi-part message.
-
-    ``type`` is ``"text"``, ``"image"`` or anything else (kept opaque). ``text`` holds the text of
-    a text part; ``data`` keeps the original part as given (e.g. the OpenAI dict) so it can be
-    written back unchanged.
-    """
-
-    type: str
-    text: str | None = None
-    data: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _utf8(text: str) -> bytes:

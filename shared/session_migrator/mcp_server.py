@@ -4,23 +4,27 @@ Run it with ``session-migrator mcp`` (or ``python -m session_migrator mcp``); it
 ``[mcp]`` extra. Importing this module does not import ``mcp``: :func:`build_server` does, and
 raises :class:`~session_migrator.MissingDependencyError` with the install command without it.
 
-Tools (every result is a JSON object; bad arguments come back as tool errors with a message that
-says what to fix, and the server keeps serving):
+Tools (every result is a JSON object sent once, as ``structuredContent`` checked against the
+tool's output schema, beside one line of text; bad arguments come back as tool errors with a
+message that says what to fix, and the server keeps serving):
 
 - ``model_context_window(model)``: window, input cap, max output, tokenizer, source;
 - ``list_known_models(query?, provider?, limit?)``;
 - ``migrate_session(messages_json, target_model, strategy?, reserve_output_tokens?, query?,
   context_window?)``: the migration report (decision, tokens before and after, budget, what was
   dropped) and the messages to send, in OpenAI chat format (without ids or library markers);
-- ``session_append(session_id, messages_json, workspace?, idempotency_key?)``,
-  ``session_context(session_id, model, strategy?, query?, reserve_output_tokens?,
-  context_window?)``, ``session_usage(session_id,
+- ``session_append(session_id, messages_json, workspace?, idempotency_key?)`` (a workspace
+  other than the stored session's is refused), ``session_context(session_id, model,
+  strategy?, query?, reserve_output_tokens?, context_window?)``, ``session_usage(session_id,
   model, context_window?)``, ``session_list(workspace?)``: the session store (``--store URL``,
   default the embedded SQLite file under ``SESSION_MIGRATOR_HOME``). ``session_context`` goes
   through :class:`~session_migrator._fitter.SessionFitter`: cached counts, the rolling summary
   and the migration log are kept in the store.
 
 ``context_window`` describes a model the table does not know (or overrides the known window).
+``migrate_session`` and ``session_context`` page their messages to stay under
+``max_answer_tokens`` (about 20,000 tokens by default; ``offset``, ``limit``, and
+``include_messages=false`` for the report alone): ``page`` says how to get the rest.
 
 The logic lives in :class:`SessionTools` (``session_migrator._mcp_tools``, no ``mcp`` needed, so it
 is tested directly too); this module only declares the tools and maps errors.
@@ -67,7 +71,7 @@ INSTRUCTIONS = (
     "model_context_window / list_known_models look up windows; migrate_session fits a list of "
     "OpenAI-format messages to a target model (unchanged when it fits, compressed otherwise, "
     "never over budget); the session_* tools keep the full conversation in a store and return "
-    "it fitted to any model."
+    "it fitted to any model. Long answers are paged: call again with offset=page.next_offset."
 )
 
 
