@@ -43,6 +43,11 @@ from llamaindex_session_migrator._memory_options import (
     open_memory_store,
     refuse_unknown,
 )
+from llamaindex_session_migrator._memory_reference import (
+    MemoryNotRestorableError,
+    live_memory,
+    live_token,
+)
 from llamaindex_session_migrator._models import ModelLike
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
 from session_migrator import (
@@ -57,6 +62,8 @@ from session_migrator import (
 from session_migrator.store import BaseSessionStore
 
 __all__ = ["FittedMemory"]
+
+_FORMAT = "session-migrator/fitted-memory-reference/1"
 
 _NO_SQL_STORE = (
     "FittedMemory keeps the conversation in a session store: pass store='sqlite:///path.db' "
@@ -245,6 +252,65 @@ class FittedMemory(Memory):
         """:meth:`aget`, run to completion."""
         fitted: list[ChatMessage] = asyncio_run(self.aget(input=input, **block_kwargs))
         return fitted
+
+    # -- serialization: a reference to the store and session -------------------------------
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """A reference to the store and session, as :meth:`SessionMigratorMemory.to_dict`
+        gives (what a workflow ``Context`` holding the memory serializes)."""
+        url, options = self.store.url, self._options
+        reason = None
+        if not url or url.lower().startswith("memory:"):
+            reason = "its store lives only in the process that made it (memory://, or no URL)"
+        elif self.memory_blocks:
+            reason = "its memory blocks are objects (an LLM, a vector store)"
+        elif not isinstance(options.strategy, str) or options.summarizer is not None:
+            reason = "its strategy or summarizer is an object"
+        return {
+            "class_name": self.class_name(),
+            "format": _FORMAT,
+            "session_id": self.session_id,
+            "store_url": url,
+            "token_limit": self.token_limit,
+            "token_flush_size": self.token_flush_size,
+            "chat_history_token_ratio": self.chat_history_token_ratio,
+            "insert_method": self.insert_method.value,
+            "strategy": options.strategy if isinstance(options.strategy, str) else None,
+            "reserve_output": options.reserve_output,
+            "reserve_input": options.reserve_input,
+            "workspace": options.workspace,
+            "slack": options.slack,
+            "process_token": live_token(self),
+            "not_portable": reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> FittedMemory:
+        """The memory a :meth:`to_dict` reference names: in this process that very memory,
+        elsewhere a new one on the same store and session, else
+        :class:`MemoryNotRestorableError`."""
+        if data.get("format") != _FORMAT:
+            made: FittedMemory = super().from_dict(data, **kwargs)
+            return made
+        session_id = str(data["session_id"])
+        alive = live_memory(data.get("process_token"))
+        if isinstance(alive, FittedMemory) and alive.session_id == session_id:
+            return alive
+        if data.get("not_portable"):
+            raise MemoryNotRestorableError(session_id, str(data["not_portable"]))
+        return cls(
+            session_id=session_id,
+            store=str(data["store_url"]),
+            token_limit=data["token_limit"],
+            token_flush_size=data["token_flush_size"],
+            chat_history_token_ratio=data["chat_history_token_ratio"],
+            insert_method=InsertMethod(data["insert_method"]),
+            strategy=data["strategy"],
+            reserve_output=data["reserve_output"],
+            reserve_input=data["reserve_input"],
+            workspace=data["workspace"],
+            slack=data["slack"],
+        )
 
     def close(self) -> None:
         """Close the store if this memory opened it (a store object given in is left open)."""

@@ -33,7 +33,14 @@ from session_migrator import ModelWindow, StoreError, open_store
 if TYPE_CHECKING:
     from llamaindex_session_migrator._memory import SessionMigratorMemory
 
-__all__ = ["MemoryNotRestorableError", "is_reference", "reference", "restore"]
+__all__ = [
+    "MemoryNotRestorableError",
+    "is_reference",
+    "live_memory",
+    "live_token",
+    "reference",
+    "restore",
+]
 
 _FORMAT = "session-migrator/memory-reference/1"
 
@@ -50,15 +57,16 @@ class MemoryNotRestorableError(StoreError, TypeError):
         self.session_id = session_id
         self.reason = reason
         super().__init__(
-            f"cannot restore the SessionMigratorMemory of session {session_id!r}: {reason}. "
-            "Its conversation is in its store: make the memory again with "
-            f"SessionMigratorMemory.from_defaults(chat_store_key={session_id!r}, store=...) "
+            f"cannot restore the memory of session {session_id!r}: {reason}. Its conversation "
+            "is in its store: make the memory again on that store and session (e.g. "
+            f"SessionMigratorMemory.from_defaults(chat_store_key={session_id!r}, store=...)) "
             "and set it where it belongs (for a workflow Context: "
             "await ctx.store.set('memory', memory))"
         )
 
 
-def _token(memory: SessionMigratorMemory) -> str:
+def live_token(memory: object) -> str:
+    """The token naming ``memory`` in this process (held weakly)."""
     with _lock:
         for token, alive in _live.items():
             if alive is memory:
@@ -107,7 +115,7 @@ def reference(memory: SessionMigratorMemory) -> dict[str, Any]:
         "workspace": options.workspace,
         "slack": options.slack,
         "model": model,
-        "process_token": _token(memory),
+        "process_token": live_token(memory),
         "not_portable": _why_not_portable(memory, url),
     }
 
@@ -127,6 +135,12 @@ def _store_from_environment(url: str) -> Any:
         return store
     store.close()
     return None
+
+
+def live_memory(token: object) -> Any:
+    """The memory ``token`` names in this process, if it is alive."""
+    with _lock:
+        return _live.get(str(token))
 
 
 def restore(cls: type[SessionMigratorMemory], data: Mapping[str, Any]) -> SessionMigratorMemory:

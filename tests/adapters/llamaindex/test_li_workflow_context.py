@@ -15,7 +15,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from workflows import Context, Workflow, step
 from workflows.events import StartEvent, StopEvent
 
-from llamaindex_session_migrator import SessionMigratorMemory, _memory_reference
+from llamaindex_session_migrator import FittedMemory, SessionMigratorMemory, _memory_reference
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20:inspect"),
@@ -117,3 +117,49 @@ async def test_a_function_agent_resumes_from_a_serialized_context(
     assert isinstance(reopened, SessionMigratorMemory)
     assert reopened is not memory
     reopened.close()
+
+
+class _FittedChat(Workflow):
+    """As ``_Chat``, with a FittedMemory (the Memory API)."""
+
+    def __init__(self, store: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.store_url = store
+
+    @step
+    async def chat(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        memory = await ctx.store.get("memory", default=None)
+        if memory is None:
+            memory = FittedMemory(session_id="fm", token_limit=3000, store=self.store_url)
+            await ctx.store.set("memory", memory)
+        await memory.aput(ChatMessage(role="user", content=ev.get("text")))
+        return StopEvent(result=len(await memory.aget_all()))
+
+
+async def test_a_fitted_memory_round_trips_through_a_context(
+    tmp_path: Path, another_process: Callable[[], None]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fm.db'}"
+    workflow = _FittedChat(store=url)
+    ctx = Context(workflow)
+    assert await workflow.run(ctx=ctx, text="first") == 1
+    data = json.loads(json.dumps(ctx.to_dict()))
+    memory = await ctx.store.get("memory")
+    assert await Context.from_dict(workflow, data).store.get("memory") is memory
+    memory.close()
+    another_process()
+    restored = Context.from_dict(workflow, data)
+    reopened = await restored.store.get("memory")
+    assert isinstance(reopened, FittedMemory)
+    assert reopened is not memory
+    assert (reopened.session_id, reopened.token_limit) == ("fm", 3000)
+    assert await workflow.run(ctx=restored, text="second") == 2
+    reopened.close()
+    on_memory = _FittedChat(store="memory://")
+    ctx = Context(on_memory)
+    await on_memory.run(ctx=ctx, text="hi")
+    data = json.loads(json.dumps(ctx.to_dict()))
+    another_process()
+    restored = Context.from_dict(on_memory, data)
+    with pytest.raises(ValueError, match="lives only in the process"):
+        await restored.store.get("memory")
