@@ -204,9 +204,12 @@ class _Engine:
         covered: list[Message] = []
         if left_out:
             # the days the recalled turns were said on, and how long the session was idle
-            when = when_line(recalled, messages) if messages[-1].timestamp else ""
-            when_cost = counter.count_text(when) + 2 if when else 0
-            if when_cost > WHEN_RESERVE:
+            when, when_cost = "", 0
+            for shown in (6, 3, 1, 0) if messages[-1].timestamp else ():
+                when = when_line(recalled, messages, shown)
+                when_cost = counter.count_text(when) + 2 if when else 0
+                if when_cost <= WHEN_RESERVE:
+                    break
                 when, when_cost = "", 0
             if self.summarizer is not None:
                 lead, summary = summary_message(

@@ -102,7 +102,7 @@ def gap_note(messages: Sequence[Message]) -> str | None:
     return f"last active {days} day{'s' if days != 1 else ''} ago, on {show_day(before)}"
 
 
-def when_line(recalled: Sequence[Message], messages: Sequence[Message]) -> str:
+def when_line(recalled: Sequence[Message], messages: Sequence[Message], days_shown: int = 6) -> str:
     """What a lead note says of time: the session's idle gap before the newest message, if
     any, and the days the recalled messages were said on (those of another day than the
     newest message's)."""
@@ -115,8 +115,8 @@ def when_line(recalled: Sequence[Message], messages: Sequence[Message]) -> str:
         if m.timestamp is not None and m.timestamp.date() != today:
             label = show_day(m.timestamp)
             days[label] = days.get(label, 0) + 1
-    if days:
-        shown = [f"{n} from {day}" for day, n in list(days.items())[:6]]
+    if days and days_shown > 0:
+        shown = [f"{n} from {day}" for day, n in list(days.items())[:days_shown]]
         more = len(days) - len(shown)
         parts.append(
             "The earlier messages brought back below, in order: "
