@@ -96,7 +96,8 @@ class _Engine:
         search = " ".join([query, *days])
         summary_share = min(self.summary_share, 0.1) if past else self.summary_share
         recall_share = max(self.recall_share, PAST_RECALL_SHARE) if past else self.recall_share
-        steady_key = (self.name, budget, tuple(layout.system), system_cost, past)
+        # (a kept cut keeps its split of the room: a new question is answered within it)
+        steady_key = (self.name, budget, tuple(layout.system), system_cost)
         # where a cut is kept between fits (a ledger's, with slack): None, cut afresh each time
         keeps = layout.cache if layout.slack > 0 and not system_truncated else None
         if keeps is not None:
