@@ -405,6 +405,10 @@ class RelevanceIndex(Generic[_Doc]):
         keys, scores = self._rank(query)
         return list(zip(keys.tolist(), scores.tolist(), strict=True))
 
+    def ranked(self, query: str) -> tuple[_Ints, _Floats]:
+        """:meth:`rank` as arrays: the keys and their scores, best first."""
+        return self._rank(query)
+
     def ranked_keys(self, query: str) -> _Ints:
         """:meth:`rank`'s keys alone."""
         return self._rank(query)[0]

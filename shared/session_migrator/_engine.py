@@ -10,27 +10,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from session_migrator._errors import BudgetError, SummarizerError
+from session_migrator._errors import BudgetError
 from session_migrator._fit import (
     Layout,
     build_units,
     fit_recent,
     grow_recent,
-    stable_id,
     truncate_message,
-    truncate_text,
 )
-from session_migrator._messages import MARKER_KEY, Message
-from session_migrator._redact import redact_secrets
+from session_migrator._lead import note, note_reserve, summary_message
+from session_migrator._messages import Message
 from session_migrator._result import CompressionResult, broken_note, latest_user_text
 from session_migrator._steady import Steady, again, ids_without
-from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
-from session_migrator._tokens import REPLY_PRIMING, TokenCounter, remembered_count
+from session_migrator._summarizers import Summarizer, Summary
+from session_migrator._tiers import give_back, shrink_tool_outputs
+from session_migrator._tokens import REPLY_PRIMING, TokenCounter
+from session_migrator._when import about_the_past, day_tokens, when_line
 
+#: The share of the room recall may take when the question is about the past.
+PAST_RECALL_SHARE = 0.7
+#: The room kept for the lead's line on when the recalled turns were said.
+WHEN_RESERVE = 80
 #: The smallest room the conversation needs after the system prompt.
 MIN_CONVERSATION_TOKENS = 24
 _ELLIPSIS = "[...]"
-_PREVIEW_CHARS = 120
 
 
 @dataclass
@@ -67,7 +70,15 @@ class _Engine:
             )
         if layout.broken:
             notes.append(broken_note(len(layout.broken)))
-        if layout.units_cost <= available:
+        originals: dict[str, Message] = {}
+        if not layout.slack and (layout.counted_from or layout.units_cost > available):
+            # the first tier: old tool outputs shrink before any turn is left out (not yet
+            # where a cut is kept between fits: its recall index holds the messages as given)
+            tiered = shrink_tool_outputs(messages, layout, available, counter)
+            if tiered is not None:
+                messages, layout, shrunk = tiered
+                originals = {m.id: m for m in shrunk.values()}
+        if layout.units_cost <= available and not layout.counted_from:
             # everything but the broken messages fits; what is sent opens with a user message
             # all the same (Anthropic and Gemini reject a conversation the model's turn opens)
             units = layout.units
@@ -76,22 +87,31 @@ class _Engine:
                 before = sum(len(u.indices) for u in units[:first])
                 notes.append(f"left out {before} message(s) before the first user message")
             kept = [messages[i] for u in units[first:] for i in u.indices]
-            return self._result(
+            whole = self._result(
                 messages, system, None, [], kept, None, [], system_truncated, fallbacks, notes
             )
+            return _given_back(whole, originals, budget, counter) if originals else whole
         if query is None:
             query = latest_user_text(messages)
+        # a question that names a day is searched by that day's token too; one about the past
+        # gives recall most of the room the newest turns would take
+        days = day_tokens(query, messages[-1].timestamp) if self.recall and messages else []
+        past = self.recall and (bool(days) or about_the_past(query))
+        search = " ".join([query, *days])
+        summary_share = min(self.summary_share, 0.1) if past else self.summary_share
+        recall_share = max(self.recall_share, PAST_RECALL_SHARE) if past else self.recall_share
+        # (a kept cut keeps its split of the room: a new question is answered within it)
         steady_key = (self.name, budget, tuple(layout.system), system_cost)
         # where a cut is kept between fits (a ledger's, with slack): None, cut afresh each time
         keeps = layout.cache if layout.slack > 0 and not system_truncated else None
         if keeps is not None:
             held = keeps.get("steady")
             if isinstance(held, Steady) and held.key == steady_key:
-                reused = again(self, held, messages, layout, system_cost, budget, counter, query)
+                reused = again(self, held, messages, layout, system_cost, budget, counter, search)
                 if reused is not None:
                     return reused
 
-        extra_room = self._extras_reserve(available)
+        extra_room = self._extras_reserve(available, summary_share, recall_share)
         reserve = int((available - extra_room) * layout.slack) if keeps is not None else 0
         try:
             try:
@@ -118,7 +138,7 @@ class _Engine:
             # rest, as in trim
             newest_cut = (k for r in reversed(recent.cut) for k in reversed(r))
             left = _cost_up_to(layout, messages, counter, newest_cut, extra_room)
-            need = left + self._note_reserve(messages, layout, counter) if left else 0
+            need = left + note_reserve(messages, layout, counter) if left else 0
             if need < extra_room:
                 recent = fit_recent(messages, layout, available - need - reserve, counter)
         room = available - recent.cost - reserve
@@ -127,12 +147,18 @@ class _Engine:
         recalled_at: list[int] = []
         recall_room = recalled_cost = grew = 0
         if self.recall and any(recent.cut):
-            note_room = self._note_reserve(messages, layout, counter)
-            recall_room = room - max(
-                note_room, int(available * self.summary_share) if self.summarizer else note_room
+            note_room = note_reserve(messages, layout, counter)
+            # (the lead says on which days the recalled turns were said: room for that line)
+            when_room = (
+                WHEN_RESERVE if messages[-1].timestamp and available > 10 * WHEN_RESERVE else 0
+            )
+            recall_room = (
+                room
+                - when_room
+                - max(note_room, int(available * summary_share) if self.summarizer else note_room)
             )
             # imported here: recall brings numpy in, which a fit without it does not need
-            from session_migrator._recall import recall_turns
+            from session_migrator._recall import fill_turns, recall_turns
 
             recalled, recalled_at, recalled_cost = recall_turns(
                 messages,
@@ -140,7 +166,7 @@ class _Engine:
                 recent.cut,
                 recall_room,
                 counter,
-                query,
+                search,
                 incremental=len([r for r in recent.cut if r]) == 1 and layout.contiguous,
             )
             room -= recalled_cost
@@ -158,6 +184,17 @@ class _Engine:
                 grew = grown.cost - recent.cost
                 room -= grew
                 recent = grown
+                # what neither took (the newest turns stop at the newest recalled one) goes to
+                # the newest cut turns not recalled, so the budget is used
+                more, more_cost = fill_turns(
+                    messages, layout, recent.cut, recall_room - recalled_cost - grew, counter,
+                    recalled_at,
+                )  # fmt: skip
+                if more:
+                    recalled_at = sorted(recalled_at + more)
+                    recalled = [messages[i] for i in recalled_at]
+                    recalled_cost += more_cost
+                    room -= more_cost
 
         # the summary covers the whole cut stretch (recalled turns too), so that its range is
         # contiguous and the next call can extend it with only the newly cut messages
@@ -171,13 +208,31 @@ class _Engine:
         summary: Summary | None = None
         covered: list[Message] = []
         if left_out:
+            # the days the recalled turns were said on, and how long the session was idle
+            when, when_cost = "", 0
+            for shown in (6, 3, 1, 0) if messages[-1].timestamp else ():
+                when = when_line(recalled, messages, shown)
+                when_cost = counter.count_text(when) + 2 if when else 0
+                if when_cost <= WHEN_RESERVE:
+                    break
+                when, when_cost = "", 0
             if self.summarizer is not None:
-                lead, summary = self._summary_message(
-                    messages, cut, room, counter, previous_summary, fallbacks
+                lead, summary = summary_message(
+                    self.summarizer,
+                    messages,
+                    cut,
+                    room - when_cost,
+                    counter,
+                    previous_summary,
+                    fallbacks,
                 )
                 covered = left_out if summary is not None else []
             if lead is None:
-                lead = self._note(left_out, room, counter)
+                lead = note(left_out, room - when_cost, counter)
+            if lead is not None and when:
+                dated = lead.replace(content=f"{lead.text}\n{when}")
+                if counter.count_message(dated) <= room:
+                    lead = dated
         result = self._result(
             messages,
             system,
@@ -197,6 +252,8 @@ class _Engine:
         if total > budget:  # pragma: no cover - guarded by construction; a bug if reached
             raise AssertionError(f"{self.name} produced {total} tokens for a budget of {budget}")
         result = replace(result, tokens=total)
+        if originals:
+            return _given_back(result, originals, budget, counter)
         if keeps is None:
             return result
         if span is None or recent.truncated_ids or recent.cut != (range(recent.first_unit),):
@@ -223,12 +280,12 @@ class _Engine:
 
     # -- pieces ------------------------------------------------------------------------------
 
-    def _extras_reserve(self, available: int) -> int:
+    def _extras_reserve(self, available: int, summary_share: float, recall_share: float) -> int:
         share = 0.0
         if self.summarizer is not None:
-            share += self.summary_share
+            share += summary_share
         if self.recall:
-            share += self.recall_share
+            share += recall_share
         minimum = min(64, available // 4)
         return max(minimum, int(available * share))
 
@@ -286,124 +343,6 @@ class _Engine:
             out.append(new)
         return out, truncated
 
-    def _note(self, covered: list[Message], room: int, counter: TokenCounter) -> Message | None:
-        oldest = next((m for m in covered if m.text.strip()), covered[0])
-        preview = " ".join(oldest.text.split())
-        if len(preview) > _PREVIEW_CHARS:
-            preview = preview[: _PREVIEW_CHARS - 3] + "..."
-        n = len(covered)
-        texts = [
-            f"[session-migrator: {n} earlier message{'s' if n != 1 else ''} of this conversation "
-            f"{'were' if n != 1 else 'was'} left out to fit the context window. The oldest "
-            f'began: "{preview}"]',
-            f"[session-migrator: {n} earlier message{'s' if n != 1 else ''} left out.]",
-        ]
-        for text in texts:
-            note = Message(
-                "system",
-                text,
-                id=stable_id("sm-note", [covered[0].id, covered[-1].id, str(n)]),
-                extra={
-                    MARKER_KEY: {
-                        "kind": "trim_note",
-                        "dropped": n,
-                        "first_id": covered[0].id,
-                        "last_id": covered[-1].id,
-                    }
-                },
-            )
-            if counter.count_message(note) <= room:
-                return note
-        return None
-
-    def _note_reserve(
-        self, messages: Sequence[Message], layout: Layout, counter: TokenCounter
-    ) -> int:
-        first = [messages[i] for u in layout.units[:1] for i in u.indices] or list(messages[:1])
-        probe = self._note(first, 10**9, counter)
-        return (counter.count_message(probe) + 8) if probe else 0
-
-    def _summary_message(
-        self,
-        messages: Sequence[Message],
-        covered: list[Message],
-        room: int,
-        counter: TokenCounter,
-        previous: Summary | None,
-        fallbacks: list[str],
-    ) -> tuple[Message | None, Summary | None]:
-        assert self.summarizer is not None
-        header = f"[session-migrator: summary of {len(covered)} earlier messages]\n"
-        overhead = counter.count_message(Message("system", header)) + 2
-        limit = room - overhead
-        if limit < 16:
-            return None, None
-        fresh = covered
-        previous_text: str | None = None
-        if previous is not None and previous.first_id == covered[0].id:
-            # the summary's last message is usually near the end: look for it from there
-            # (a session's ids are unique)
-            for j in range(len(covered) - 1, -1, -1):
-                if covered[j].id == previous.last_id:
-                    fresh = covered[j + 1 :]
-                    previous_text = previous.text
-                    break
-        used_name = self.summarizer.name
-        text: str | None = None
-        if (
-            previous_text is not None
-            and not fresh
-            and remembered_count(counter, previous_text) <= limit
-        ):
-            text = previous_text
-        else:
-            try:
-                text = self.summarizer.summarize(
-                    fresh, max_tokens=limit, counter=counter, previous=previous_text
-                )
-                if not text.strip() and not isinstance(self.summarizer, ExtractiveSummarizer):
-                    # the extractive summarizer may find nothing worth keeping; a model may not
-                    raise SummarizerError(f"{used_name} returned no summary text")
-                if not isinstance(self.summarizer, ExtractiveSummarizer):
-                    written = remembered_count(counter, text)
-                    if written > limit:
-                        raise SummarizerError(
-                            f"{used_name} wrote {written} tokens, over its limit of {limit}"
-                        )
-                # (the extractive summarizer counts what it picks: its text is counted once,
-                # below, as the message it becomes)
-            except SummarizerError as exc:
-                fallbacks.append(
-                    redact_secrets(
-                        f"summarizer {used_name} failed ({exc}); used the offline "
-                        "extractive summarizer instead",
-                        self.summarizer,
-                    )
-                )
-                used_name = ExtractiveSummarizer.name
-                text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)
-            except Exception as exc:  # a user-supplied summarizer may raise anything
-                fallbacks.append(
-                    redact_secrets(
-                        f"summarizer {used_name} raised {type(exc).__name__}: {exc}; "
-                        "used the offline extractive summarizer instead",
-                        self.summarizer,
-                    )
-                )
-                used_name = ExtractiveSummarizer.name
-                text = ExtractiveSummarizer().summarize(covered, max_tokens=limit, counter=counter)
-        if not text.strip():
-            return None, None
-        message = _summary_lead(header, text, covered, used_name)
-        if counter.count_message(message) > room:
-            text = truncate_text(text, limit, counter)
-            if not text.strip():
-                return None, None
-            message = _summary_lead(header, text, covered, used_name)
-            if counter.count_message(message) > room:
-                return None, None
-        return message, Summary(text, covered[0].id, covered[-1].id, len(covered), used_name)
-
     def _result(
         self,
         messages: Sequence[Message],
@@ -442,22 +381,23 @@ class _Engine:
         )
 
 
-def _summary_lead(header: str, text: str, covered: list[Message], summarizer: str) -> Message:
-    """The system message that carries a summary of ``covered``."""
-    return Message(
-        "system",
-        header + text,
-        id=stable_id("sm-summary", [covered[0].id, covered[-1].id, text]),
-        extra={
-            MARKER_KEY: {
-                "kind": "summary",
-                "first_id": covered[0].id,
-                "last_id": covered[-1].id,
-                "covered": len(covered),
-                "summarizer": summarizer,
-            }
-        },
-    )
+def _given_back(
+    result: CompressionResult,
+    originals: dict[str, Message],
+    budget: int,
+    counter: TokenCounter,
+) -> CompressionResult:
+    """``result`` with the room it leaves given back to its shrunk tool outputs (see
+    :mod:`session_migrator._tiers`), and every output still cut reported as cut inside."""
+    total = counter.count_messages(result.messages)
+    sent, _, whole = give_back(result.messages, originals, budget - total, counter)
+    tokens = counter.count_messages(sent)
+    if tokens > budget:  # pragma: no cover - counts add up per message; a safeguard
+        sent, whole, tokens = result.messages, set(), total
+    truncated = list(result.truncated_ids)
+    seen = set(truncated)
+    truncated += [m.id for m in sent if m.id in originals and m.id not in whole | seen]
+    return replace(result, messages=sent, truncated_ids=truncated, tokens=tokens)
 
 
 def _cost_up_to(

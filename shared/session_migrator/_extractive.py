@@ -90,10 +90,11 @@ def _read(text: str, allowance: float, *, tool: bool) -> tuple[list[str], bool]:
 class ExtractiveSummarizer:
     """An offline summarizer that keeps the sentences a later turn is most likely to need.
 
-    Each sentence is scored by what it holds (numbers and dates, names, decisions, preferences,
-    open tasks, paths and identifiers, addresses), weighted by role (the user's own words count
-    most); the best ones are kept in their original order within ``max_tokens``. Tool calls are
-    kept as ``called name(args)``. Deterministic.
+    Each line is labelled with who said it and, where the message carries a time, the day
+    (``- [user, 3 Mar 2026] ...``). Each sentence is scored by what it holds (numbers and
+    dates, names, decisions, preferences, open tasks, paths and identifiers, addresses),
+    weighted by role (the user's own words count most); the best ones are kept in their original
+    order within ``max_tokens``. Tool calls are kept as ``called name(args)``. Deterministic.
 
     Reading is bounded, so that a summary costs about what it can hold, not what it covers: at
     most ``max(min_read_chars, read_per_token * max_tokens)`` characters of message text are
@@ -229,6 +230,8 @@ class ExtractiveSummarizer:
                 return texts[position]
             m = messages[owner]
             label = m.role if not m.name else f"{m.role}:{m.name}"
+            if m.timestamp is not None:  # when it was said: a summary says what happened when
+                label += f", {m.timestamp.day} {m.timestamp:%b %Y}"
             return f"- [{label}] {texts[position]}"
 
         # best first, ties in their original order (a reversed sort keeps equal keys in order)

@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal, cast, get_args
 
 from session_migrator._errors import InvalidMessageError
@@ -60,6 +61,10 @@ class Message:
     tool_call_id: str | None = None
     id: str = field(default_factory=new_id)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=True)
+    #: when the message was said (timezone-aware; a naive time is taken as UTC); a store records
+    #: the time of append where it is ``None``. Not compared, hashed nor sent to a model: recall
+    #: reads it to date what it brings back and to answer "what did I ... on 3 March?"
+    timestamp: datetime | None = field(default=None, compare=False)
     # memos, not data (slots, not a __dict__ per message: a long session holds many):
     # the fingerprint, and the token counts by counter (see session_migrator._tokens)
     _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)
@@ -114,6 +119,15 @@ class Message:
             raise InvalidMessageError(
                 f"id must be a string, got {type(self.id).__name__}", field="id"
             )
+        when: object = self.timestamp
+        if when is not None:
+            if not isinstance(when, datetime):
+                raise InvalidMessageError(
+                    f"timestamp must be a datetime or None, got {type(when).__name__}",
+                    field="timestamp",
+                )
+            if when.tzinfo is None:
+                object.__setattr__(self, "timestamp", when.replace(tzinfo=UTC))
 
     def __hash__(self) -> int:
         return hash((self.id, self.fingerprint()))
@@ -161,6 +175,7 @@ class Message:
             "tool_call_id": self.tool_call_id,
             "id": self.id,
             "extra": self.extra,
+            "timestamp": self.timestamp,
         }
         values.update(changes)
         return Message(**values)

@@ -8,16 +8,19 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 
 import numpy as np
+import numpy.typing as npt
 
 from session_migrator._bm25 import RelevanceIndex, _runs, rank_by_relevance
 from session_migrator._fit import Layout, Unit
-from session_migrator._fts import _Ints
+from session_migrator._fts import _Floats, _Ints
 from session_migrator._messages import Message
 from session_migrator._tokens import TokenCounter
+from session_migrator._when import day_token
 
-__all__ = ["recall_turns"]
+__all__ = ["fill_turns", "recall_turns"]
 
 
 def recall_turns(
@@ -40,13 +43,16 @@ def recall_turns(
         return [], [], 0
 
     def document(turn: list[Unit]) -> str:
-        return "\n".join(
+        text = "\n".join(
             " ".join(
                 [messages[i].text] + [c.name + " " + c.arguments for c in messages[i].tool_calls]
             )
             for u in turn
             for i in u.indices
         )
+        # the day it was said, as a token a question naming that day is searched by
+        when = messages[turn[0].indices[0]].timestamp
+        return text if when is None else f"{text}\n{day_token(when)}"
 
     cache = layout.cache if incremental else None
     held = cache.get("recall") if cache is not None else None
@@ -60,12 +66,14 @@ def recall_turns(
             held.index.sync({key: held.turns[k] for key, k in held.keys.items()})
             cache["recall"] = held
     turns = held.turns
-    order: _Ints
     if held.index is not None:
-        order = held.positions(held.index.ranked_keys(query))
+        keys, scores = held.index.ranked(query)
+        found = held.positions(keys)
     else:
         ranked = rank_by_relevance([document(t) for t in turns], query)
-        order = np.array([k for k, _ in ranked], dtype=np.int64)
+        found = np.array([k for k, _ in ranked], dtype=np.int64)
+        scores = np.array([v for _, v in ranked], dtype=np.float64)
+    order = _with_neighbours(found, scores, held.together(messages))
     used = 0
     if held.counted:
         # every cost is known: the best turns whose whole costs add up to at most the room are
@@ -128,6 +136,69 @@ def recall_turns(
     return _taken(messages, at), at, used
 
 
+def fill_turns(
+    messages: Sequence[Message],
+    layout: Layout,
+    cut: tuple[range, ...],
+    room: int,
+    counter: TokenCounter,
+    taken: list[int],
+) -> tuple[list[int], int]:
+    """The positions of the newest cut turns not among ``taken`` (positions already recalled)
+    that fit in ``room``, newest first until the next does not fit, and what they cost: the
+    room recall did not need, given to the turns nearest the newest ones."""
+    if room <= 0:
+        return [], 0
+    have = set(taken)
+    used = 0
+    out: list[int] = []
+    for turn in reversed(_cut_turns(layout, cut)):
+        at = _positions_in(turn)
+        if at[0] in have:
+            continue
+        cost = sum(layout.unit_cost(u, messages, counter) for u in turn)
+        if used + cost > room:
+            break
+        used += cost
+        out[:0] = at
+    return out, used
+
+
+#: A turn's score takes this share of the best score of the turns next to it in the same
+#: conversation, and half of it from the turns two away: the answer a question needs is often
+#: a turn or two from the one that names what it is about (the place, then its phone number).
+NEIGHBOUR_SHARE = 0.5
+#: Turns said this far apart (or more) are not of the same conversation.
+SAME_CONVERSATION = timedelta(hours=6)
+
+
+def _with_neighbours(found: _Ints, scores: _Floats, together: npt.NDArray[np.bool_]) -> _Ints:
+    """The turns to take, best first: each found turn's score plus :data:`NEIGHBOUR_SHARE` of
+    its best neighbour's within the same conversation (``together[k]``: turns ``k`` and
+    ``k + 1`` are), and the neighbours of found turns by that share alone (ties: the later
+    turn first)."""
+    size = len(together) + 1
+    if not len(found):
+        return found
+    dense = np.zeros(size, dtype=np.float64)
+    dense[found] = scores
+    near = np.zeros(size, dtype=np.float64)
+    for step, weight in ((1, NEIGHBOUR_SHARE), (2, NEIGHBOUR_SHARE / 2)):
+        if size <= step:
+            break
+        # a pair ``step`` apart is together when every pair between is
+        linked = together.copy()
+        for extra in range(1, step):
+            linked = linked[:-1] & together[extra:]
+        after = np.where(linked, dense[step:], 0.0) * weight  # from the turn ``step`` later
+        before = np.where(linked, dense[:-step], 0.0) * weight  # from the turn ``step`` earlier
+        near[:-step] = np.maximum(near[:-step], after)
+        near[step:] = np.maximum(near[step:], before)
+    total = dense + near
+    hit = np.flatnonzero(total)[::-1]  # the later turn first, then a stable sort by score
+    return hit[np.argsort(-total[hit], kind="stable")]
+
+
 def _taken(messages: Sequence[Message], at: list[int]) -> list[Message]:
     """``messages`` at the positions ``at``."""
     if len(at) > 1:
@@ -159,6 +230,7 @@ class _CutTurns:
         # (counted) the positions of every turn's messages, then of every turn's compact form,
         # in one array, and where each of those runs starts (2 * turns + 1 offsets)
         self._flat: _Ints | None = None
+        self._together: npt.NDArray[np.bool_] | None = None
         self._offsets: _Ints = np.zeros(1, dtype=np.int64)
 
     def whole_costs(self) -> _Ints:
@@ -221,6 +293,21 @@ class _CutTurns:
             costs = [self.compact(k, messages, _counted)[0] for k in range(len(self.turns))]
             self._compact_costs = np.array(costs, dtype=np.int64)
         return self._compact_costs
+
+    def together(self, messages: Sequence[Message]) -> npt.NDArray[np.bool_]:
+        """Whether each turn and the next are of one conversation: next to each other, both
+        carrying a time (a store records it at append), said within :data:`SAME_CONVERSATION`."""
+        if self._together is None:
+            turns = self.turns
+            out = np.zeros(max(len(turns) - 1, 0), dtype=bool)
+            for k in range(len(turns) - 1):
+                nxt = turns[k + 1][0]
+                if turns[k][-1].indices[-1] + 1 == nxt.indices[0]:  # next to each other
+                    a = messages[turns[k][0].indices[0]].timestamp
+                    b = messages[nxt.indices[0]].timestamp
+                    out[k] = a is not None and b is not None and abs(b - a) < SAME_CONVERSATION
+            self._together = out
+        return self._together
 
     def positions(self, keys: _Ints) -> _Ints:
         """The turns (positions in :attr:`turns`) of the index's ``keys``."""

@@ -131,35 +131,68 @@ def _args_json(text: str) -> str:
 def truncate_unit(
     messages: Sequence[Message], unit: Unit, target: int, counter: TokenCounter
 ) -> list[Message]:
-    """The unit's messages cut inside so that together they cost at most ``target`` tokens."""
+    """The unit's messages cut inside so that together they cost at most ``target`` tokens.
+
+    The room is shared in proportion to the messages' sizes: a message whose share is at least
+    what it costs stays whole, and the others (parallel tool results, say) are each cut to their
+    share, head and tail kept around the same marker. Raises ``ValueError`` when not even every
+    message at its smallest fits.
+    """
     members = [messages[i] for i in unit.indices]
     costs = [counter.count_message(m) for m in members]
-    total = sum(costs)
-    if total <= target:
+    if sum(costs) <= target:
         return members
-    out = list(members)
-    # a message is cut down to MIN_TRUNCATED_TOKENS at most, unless the target is smaller
-    floor = min(MIN_TRUNCATED_TOKENS, max(target // len(out), 1))
-    for _ in range(4):
-        total = sum(counter.count_message(m) for m in out)
-        if total <= target:
-            return out
-        excess = total - target
-        # cut the largest messages first, each by its share of the excess
-        order = sorted(range(len(out)), key=lambda k: -counter.count_message(out[k]))
-        for k in order:
-            if excess <= 0:
-                break
-            cost = counter.count_message(out[k])
-            cut = min(excess, cost - floor)
-            if cut <= 0:
-                continue
-            try:
-                new = truncate_message(out[k], cost - cut, counter)
-            except ValueError:
-                continue
-            excess -= cost - counter.count_message(new)
-            out[k] = new
-    if sum(counter.count_message(m) for m in out) > target:
+    least = [_smallest(m, counter) for m in members]
+    if sum(least) > target:
         raise ValueError(f"cannot cut the unit starting at message {unit.indices[0]} to {target}")
-    return out
+    out = list(members)
+    room = target
+    for _ in range(4):
+        shares = _proportional(costs, least, room)
+        out = [
+            m if share >= cost else truncate_message(m, share, counter)
+            for m, cost, share in zip(members, costs, shares, strict=True)
+        ]
+        used = sum(counter.count_message(m) for m in out)
+        if used <= target:
+            return out
+        room -= used - target  # (a cut message never costs more than its share: a safeguard)
+    raise ValueError(f"cannot cut the unit starting at message {unit.indices[0]} to {target}")
+
+
+def _smallest(message: Message, counter: TokenCounter) -> int:
+    """What ``message`` costs at the least when cut inside (its shell, ``[...]`` as content)."""
+    shell = message.replace(
+        content=_ELLIPSIS if message.role in _NEEDS_CONTENT else "",
+        tool_calls=tuple(c.__class__(c.id, c.name, "{}") for c in message.tool_calls),
+    )
+    return min(counter.count_message(message), counter.count_message(shell))
+
+
+def _proportional(costs: Sequence[int], least: Sequence[int], room: int) -> list[int]:
+    """Each message's share of ``room``: a message within an equal share of what is left, or
+    within its share in proportion to its cost, whole; the others in proportion to their
+    costs, never below ``least`` (the shares add up to ``room`` where the messages take that
+    much)."""
+    shares = list(costs)
+    cut = set(range(len(costs)))
+    while cut:
+        left = room - sum(costs[k] for k in range(len(costs)) if k not in cut)
+        weight = sum(costs[k] for k in cut) or 1
+        # whole: what is within its proportional share, or within an equal share of the room
+        # (a call's small message is not cut beside its large results)
+        whole = set(cut) if weight <= left else {k for k in cut if costs[k] * len(cut) <= left}
+        if not whole:
+            for k in cut:
+                shares[k] = max(least[k], left * costs[k] // weight)
+            # the floors may take more than the proportion gave: the largest give it back
+            excess = sum(shares[k] for k in cut) - left
+            for k in sorted(cut, key=lambda k: -shares[k]):
+                if excess <= 0:
+                    break
+                give = min(excess, shares[k] - least[k])
+                shares[k] -= give
+                excess -= give
+            break
+        cut -= whole
+    return shares

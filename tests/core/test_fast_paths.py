@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -295,12 +296,14 @@ def test_a_fitter_with_slack_keeps_its_cut_and_the_rules(seed: int, strategy: st
 
 
 def _errands() -> list[Message]:
-    """A fact (the locker code) in the first turn, then 40 turns of the same routine."""
+    """A fact (the locker code) in the first turn, said days before the 40 turns of the same
+    routine that follow (so it is no neighbour of theirs in one conversation)."""
     filler = "We went over the release notes and the staging checks in detail again. " * 6
+    earlier = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
     log = [Message("system", "You help with errands.", id="sys")]
     log += [
-        Message("user", "Remember: the locker code is 4417.", id="fact-u"),
-        Message("assistant", "Noted, the locker code is 4417.", id="fact-a"),
+        Message("user", "Remember: the locker code is 4417.", id="fact-u", timestamp=earlier),
+        Message("assistant", "Noted, the locker code is 4417.", id="fact-a", timestamp=earlier),
     ]
     for k in range(40):
         log += [Message("user", f"Step {k}. {filler}", id=f"u{k}")]

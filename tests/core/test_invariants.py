@@ -20,10 +20,12 @@ from hypothesis import HealthCheck, Phase, assume, event, given, settings
 from hypothesis import strategies as st
 
 from session_migrator import BudgetError, ContentPart, Message, ModelWindow, ToolCall
+from session_migrator._fit import broken_for_good
 from session_migrator._migrate import MigrationResult, migrate
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import get_strategy
-from session_migrator._tokens import counted_exactly, counter_for
+from session_migrator._tiers import KEEP_NEWEST_TOOL_OUTPUTS, TOOL_OUTPUT_CHARS, _shrunk
+from session_migrator._tokens import TokenCounter, counted_exactly, counter_for
 
 STRATEGIES = ("trim", "summarize", "recall", "auto")
 TOKENIZERS = ("o200k_base", "cl100k_base", "claude", "gemini", "llama", "mistral-spm", "other")
@@ -174,7 +176,10 @@ def _min_budget(messages: Sequence[Message]) -> int:
     return 3 + 24 + 16 * (systems + 1) + 32
 
 
-_CUT = re.compile(r"\n\[\.\.\. [\d,]+ tokens cut by session-migrator \.\.\.\]\n")
+_CUT = re.compile(
+    r"\n\[\.\.\. (?:[\d,]+ tokens|[\d,]+ lines \([\d,]+ characters\) of this tool output) cut by "
+    r"session-migrator(?:; the full output stays in the store)? \.\.\.\]\n"
+)
 _OMITTED = re.compile(r"\n\[\d+ non-text part\(s\) omitted\]$")
 
 
@@ -194,6 +199,21 @@ def _check_cut_inside(cut: Message, original: Message) -> None:
     else:
         assert len(pieces) == 1
         assert text == original.text or text in ("", "[...]") or "cut by session-migrator" in text
+
+
+def _fits_with_tool_outputs_shrunk(
+    messages: Sequence[Message], budget: int, counter: TokenCounter
+) -> bool:
+    """Whether the conversation fits with every tool output but the newest shrunk to its
+    smallest, all of them answering their calls (no broken pair, no system prompt cut)."""
+    if broken_for_good(messages):
+        return False
+    tools = [i for i, m in enumerate(messages) if m.role == "tool"]
+    old = set(tools[: max(len(tools) - KEEP_NEWEST_TOOL_OUTPUTS, 0)])
+    smallest = [
+        (_shrunk(m, TOOL_OUTPUT_CHARS[-1]) or m) if i in old else m for i, m in enumerate(messages)
+    ]
+    return counter.count_messages(smallest) <= budget
 
 
 def check_invariants(
@@ -284,6 +304,15 @@ def check_invariants(
             _check_cut_inside(m, original)
         else:
             assert m == original
+
+    # the tiers: while the conversation with its old tool outputs at their smallest would fit,
+    # no user turn is left out (tool outputs shrink first)
+    if report.decision != "fits" and _fits_with_tool_outputs_shrunk(
+        messages, report.budget, counter
+    ):
+        users = [m.id for m in messages if m.role == "user"]
+        assert set(users) <= set(kept), "a user turn was left out before the tool outputs shrank"
+        event("tool outputs shrunk, every turn kept")
 
     # kept messages are in their original order
     positions = [input_ids.index(i) for i in kept]

@@ -390,7 +390,8 @@ def test_recall_brings_back_the_relevant_cut_turn_in_its_place() -> None:
     report = result.report
     ids = [m.id for m in result.messages]
     assert {"u1", "a1"} <= set(ids), "the penguin turn is recalled"
-    assert report.recalled_ids[:2] == ["u1", "a1"]
+    # with it, in their order, may come the turns next to it in the conversation
+    assert report.recalled_ids.index("a1") == report.recalled_ids.index("u1") + 1
     assert ids.index("u1") < ids.index("a1") < ids.index("q")
     lead = result.messages[1]
     assert lead.marker is not None
@@ -405,7 +406,9 @@ def test_recall_brings_back_the_relevant_cut_turn_in_its_place() -> None:
 def test_recall_follows_an_explicit_query() -> None:
     messages = topical_chat()
     result = migrate(messages, window(900), strategy="recall", query="volcano hike Catania")
-    assert result.report.recalled_ids[:2] == ["u3", "a3"]
+    recalled = result.report.recalled_ids
+    assert {"u3", "a3"} <= set(recalled)
+    assert "u1" not in recalled, "the penguin turn is not what was asked"
 
 
 def test_recall_keeps_original_order_among_recalled_turns() -> None:

@@ -13,7 +13,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -142,15 +142,17 @@ class BaseSessionStore(AsyncMixin, ABC):
             check_id(message.id, f"message {i} id")
         records: list[Record] = []
         seen: set[str] = set()
+        now = self._clock()
+        said = datetime.fromtimestamp(now, UTC)  # when a message without a time was said
         for message in storage_ids(batch, idempotency_key):
             if message.id in seen:
                 continue
             seen.add(message.id)
+            if message.timestamp is None:
+                message = message.replace(timestamp=said)
             records.append(self._record(message))
         meta = _codec.dumps(dict(metadata)) if metadata is not None else "{}"
-        return self._append(
-            session_id, workspace, meta, user_id_of(metadata), records, self._clock()
-        )
+        return self._append(session_id, workspace, meta, user_id_of(metadata), records, now)
 
     def stored_form(self, message: Message) -> Message:
         """``message`` as :meth:`load` gives it back once appended: the preview of a tool output

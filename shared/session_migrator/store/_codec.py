@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, cast
 
 from session_migrator._errors import StoreError
@@ -136,6 +137,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id
     if message.extra:
         out["extra"] = dict(message.extra)
+    if message.timestamp is not None:
+        out["ts"] = message.timestamp.isoformat()
     return out
 
 
@@ -161,6 +164,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         tool_call_id=data.get("tool_call_id"),
         id=data["id"],
         extra=data.get("extra") or {},
+        timestamp=datetime.fromisoformat(data["ts"]) if data.get("ts") else None,
     )
 
 

@@ -1,0 +1,176 @@
+"""The first tier of compression: old tool outputs shrink before any turn is dropped.
+
+When a conversation does not fit, every tool output but the newest
+:data:`KEEP_NEWEST_TOOL_OUTPUTS` is cut to its head and tail (about :data:`TOOL_OUTPUT_CHARS`
+characters) around a marker that says how many lines and characters were cut and that the full
+output stays in the store. Only then are turns summarized or dropped (the engine's later tiers),
+over the shrunk conversation. Whatever room is left at the end goes back to the shrunk outputs,
+newest first (:func:`give_back`), so that a conversation a few percent over its budget loses a
+few percent of one old tool output, not whole turns.
+
+A shrunk output keeps its id and role and its call's pairing; its ``extra`` is marked
+``{"kind": "truncated", "tier": "tool_output", ...}`` and it is reported as cut inside. Nothing is
+tokenized to decide what to shrink (characters decide); a shrunk output is counted only when the
+newest-first walk reaches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from session_migrator._fit import Layout, build_units, truncate_message
+from session_migrator._messages import MARKER_KEY, Message
+from session_migrator._tokens import TokenCounter
+
+__all__ = ["KEEP_NEWEST_TOOL_OUTPUTS", "TOOL_OUTPUT_CHARS", "give_back", "shrink_tool_outputs"]
+
+#: The newest tool outputs are kept whole by this tier (the work in progress reads them).
+KEEP_NEWEST_TOOL_OUTPUTS = 3
+#: What an old tool output keeps: its first 60% and last 40% of this many characters, and
+#: where the conversation still does not fit, of the next smaller size.
+TOOL_OUTPUT_CHARS = (1_600, 400, 100)
+#: Only an output at least this many times longer than what it keeps is shrunk (a cut must
+#: save more than its marker costs).
+_WORTH = 2
+
+
+def tool_marker(lines: int, chars: int) -> str:
+    """The line that stands where part of a tool output was cut."""
+    return (
+        f"\n[... {lines:,} lines ({chars:,} characters) of this tool output cut by "
+        "session-migrator; the full output stays in the store ...]\n"
+    )
+
+
+def _shrunk(message: Message, keep: int) -> Message | None:
+    """``message`` (a tool output) cut to its head and tail of about ``keep`` characters, or
+    ``None`` when it is short."""
+    content = message.content
+    if not isinstance(content, str) or len(content) < _WORTH * keep:
+        return None
+    head_end = int(keep * 0.6)
+    tail_start = len(content) - (keep - head_end)
+    # end the head and start the tail at a line break when one is near (logs read by lines)
+    newline = content.rfind("\n", head_end * 4 // 5, head_end)  # (the head stays the longer)
+    if newline > 0:
+        head_end = newline
+    newline = content.find("\n", tail_start, tail_start + (len(content) - tail_start) // 2)
+    if newline > 0:
+        tail_start = newline + 1
+    middle = content[head_end:tail_start]
+    lines = middle.count("\n") + 1
+    extra = dict(message.extra)
+    extra[MARKER_KEY] = {
+        "kind": "truncated",
+        "tier": "tool_output",
+        "cut_chars": len(middle),
+        "cut_lines": lines,
+        "full_in_store": True,
+    }
+    text = content[:head_end] + tool_marker(lines, len(middle)) + content[tail_start:]
+    return message.replace(content=text, extra=extra)
+
+
+def shrink_tool_outputs(
+    messages: Sequence[Message], layout: Layout, available: int, counter: TokenCounter
+) -> tuple[list[Message], Layout, dict[int, Message]] | None:
+    """The conversation with its old tool outputs shrunk, its layout (counted from the newest
+    message until over ``available``, as a cold fit counts), and the originals of the shrunk
+    messages by position; ``None`` when there is no old tool output worth shrinking.
+
+    A layout that keeps a cache (a ledger's) keeps the shrunk messages there, so that their
+    counts are remembered from one fit to the next.
+    """
+    tools = [i for u in layout.units for i in u.indices[1:] if messages[i].role == "tool"]
+    old = tools[: max(len(tools) - KEEP_NEWEST_TOOL_OUTPUTS, 0)]
+    if not old:
+        return None
+    memo: dict[tuple[str, int], Message] | None = None
+    if layout.cache is not None:
+        held: Any = layout.cache.get("shrunk")
+        if not isinstance(held, dict):
+            held = layout.cache["shrunk"] = {}
+        memo = held
+    found: tuple[list[Message], Layout, dict[int, Message]] | None = None
+    for keep in TOOL_OUTPUT_CHARS:
+        out = list(messages)
+        originals: dict[int, Message] = {}
+        for i in old:
+            m = messages[i]
+            cut = memo.get((m.id, keep)) if memo is not None else None
+            if cut is None or cut.tool_call_id != m.tool_call_id:
+                cut = _shrunk(m, keep)
+                if cut is None:
+                    continue
+                if memo is not None:
+                    if len(memo) > 8 * len(old) + 64:
+                        memo.clear()  # (outputs no longer in the conversation)
+                    memo[(m.id, keep)] = cut
+            out[i] = cut
+            originals[i] = m
+        if not originals:
+            continue  # none this long: a smaller size may shrink some
+        found = (out, _counted_newest(out, layout, available, counter), originals)
+        if not found[1].counted_from and found[1].units_cost <= available:
+            break  # it fits: no smaller size is needed
+    return found
+
+
+def _counted_newest(
+    out: list[Message], layout: Layout, available: int, counter: TokenCounter
+) -> Layout:
+    """The layout of ``out``, counted as a cold fit counts: the system messages, and the
+    newest others until they are over ``available`` (at a turn's start)."""
+    costs = [0] * len(out)
+    for i in layout.system:
+        costs[i] = counter.count_message(out[i])
+    total = 0
+    counted_from = 0
+    for i in range(len(out) - 1, -1, -1):
+        m = out[i]
+        if m.role == "system":
+            continue
+        costs[i] = counter.count_message(m)
+        total += costs[i]
+        if total > available and m.role == "user":
+            counted_from = i
+            break
+    return build_units(out, costs, counted_from=counted_from)
+
+
+def give_back(
+    sent: list[Message],
+    originals: dict[str, Message],
+    room: int,
+    counter: TokenCounter,
+) -> tuple[list[Message], int, set[str]]:
+    """``sent`` with the shrunk tool outputs in it given back whole, newest first, while they
+    fit in ``room`` more tokens; the first that does not fit whole is cut to what is left (head
+    and tail kept). Returns the messages, what they take of ``room``, and the ids given back
+    whole.
+    """
+    out = list(sent)
+    used = 0
+    whole: set[str] = set()
+    for k in range(len(out) - 1, -1, -1):
+        original = originals.get(out[k].id)
+        if original is None or out[k] is original:
+            continue
+        left = room - used
+        if left <= 0:
+            break
+        now = counter.count_message(out[k])
+        full = counter.count_message(original)
+        if full - now <= left:
+            out[k] = original
+            used += full - now
+            whole.add(original.id)
+            continue
+        cut = truncate_message(original, now + left, counter)
+        grown = counter.count_message(cut) - now
+        if 0 < grown <= left:
+            out[k] = cut
+            used += grown
+        break
+    return out, used, whole
