@@ -4,7 +4,8 @@
   floors of tracker issue 7 checked on the same run (:mod:`benchmarks.speed`);
 - fact retention per strategy and budget, next to the built-ins (:mod:`benchmarks.fact_retention`);
 - evidence retention on human-written dialogue (SGD), beside trim and a plain BM25
-  (:mod:`benchmarks.retention`);
+  (:mod:`benchmarks.retention`), and an agent session of tool outputs
+  (:mod:`benchmarks.agent_session`);
 - the cost of one append at the 100th and the 10,000th message (:mod:`benchmarks.store_append`);
 - the cost of one LlamaIndex LLM call with 1, 100 and 1,000 live memories
   (:mod:`benchmarks.listener_cost`).
@@ -32,7 +33,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import fact_retention, listener_cost, retention, speed, store_append
+from benchmarks import (
+    agent_session,
+    fact_retention,
+    listener_cost,
+    retention,
+    speed,
+    store_append,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COMMAND = "make bench"
@@ -145,6 +153,16 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             retention.markdown(er),
         ]
+    if "agent_session" in report:
+        parts += [
+            "",
+            "## An agent session whose tokens are mostly tool outputs",
+            "",
+            "The demo's coding session fitted to shares of its tokens: the budget used and the "
+            "user turns kept verbatim. See `benchmarks/agent_session.py`.",
+            "",
+            agent_session.markdown(report["agent_session"]),
+        ]
     if "store_append" in report:
         parts += [
             "",
@@ -196,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["fact_retention"] = fact_retention.run(quick=args.quick)
         print("evidence retention (SGD) ...", file=sys.stderr, flush=True)
         report["evidence_retention"] = retention.run(quick=args.quick)
+        print("agent session (tool outputs) ...", file=sys.stderr, flush=True)
+        report["agent_session"] = agent_session.run()
     if "store" not in args.skip:
         print("store appends ...", file=sys.stderr, flush=True)
         report["store_append"] = store_append.run(quick=args.quick)  # (every server that answers)
