@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 _AMBIENT = (
     "OPENAI_API_KEY",
@@ -24,6 +25,12 @@ _AMBIENT = (
     "TIKTOKEN_CACHE_DIR",
     "DATA_GYM_CACHE_DIR",
 )
+
+# CI explores the same examples on every run (a property test that fails there fails again, and
+# a landing does not hang on the draw); locally each run draws new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)
