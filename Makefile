@@ -43,7 +43,7 @@ $(LOWEST)/.installed: pyproject.toml constraints/lowest.txt
 	touch $(LOWEST)/.installed
 
 test-lowest: $(LOWEST)/.installed
-	$(LOWEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(LOWEST)/bin/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)

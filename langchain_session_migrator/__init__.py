@@ -15,7 +15,7 @@
 - lossless ``BaseMessage`` <-> core ``Message`` conversion and :func:`window_for`.
 
 ``BaseChatMessageHistory`` and ``RunnableWithMessageHistory`` are deprecated in langchain-core
-1.x (removal in 2.0); this adapter supports langchain-core >=1,<2. The agent middleware is the
+1.x (removal in 2.0); this adapter supports langchain-core >=1.4,<2. The agent middleware is the
 path that stays.
 """
 
