@@ -159,6 +159,6 @@ def test_langchain_cores_own_history_tests_pass(
     passed_by_design = sorted(
         n for n, o in outcomes.items() if o == "passed" and n.split("::")[-1] in BY_DESIGN
     )
-    assert len(outcomes) >= 29
+    assert len(outcomes) >= 20  # the suite ran: 26 tests at langchain-core 1.4.0, 29 at 1.8
     assert not failed, f"{len(failed)} of {len(outcomes)} failed: {failed}\n{output}"
     assert not passed_by_design, f"listed as by design but passing: {passed_by_design}"
