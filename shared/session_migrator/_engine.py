@@ -31,6 +31,9 @@ from session_migrator._when import about_the_past, day_tokens, when_line
 PAST_RECALL_SHARE = 0.7
 #: The room kept for the lead's line on when the recalled turns were said.
 WHEN_RESERVE = 80
+#: The most room a summary of the cut part is given, however large the window: past this, turns
+#: kept verbatim are worth more than more summary (a user's turns are summarized last).
+SUMMARY_MAX_TOKENS = 4_096
 #: The smallest room the conversation needs after the system prompt.
 MIN_CONVERSATION_TOKENS = 24
 _ELLIPSIS = "[...]"
@@ -43,6 +46,7 @@ class _Engine:
     summary_share: float
     recall_share: float
     name: str
+    max_summary_tokens: int = SUMMARY_MAX_TOKENS
 
     def run(
         self,
@@ -71,9 +75,10 @@ class _Engine:
         if layout.broken:
             notes.append(broken_note(len(layout.broken)))
         originals: dict[str, Message] = {}
-        if not layout.slack and (layout.counted_from or layout.units_cost > available):
-            # the first tier: old tool outputs shrink before any turn is left out (not yet
-            # where a cut is kept between fits: its recall index holds the messages as given)
+        searched = messages  # what recall ranks: the messages as given, tool outputs whole
+        if layout.counted_from or layout.units_cost > available:
+            # the first tier: old tool outputs shrink before any turn is left out (a cut kept
+            # between fits is then cut afresh: the shrunk conversation is not the ledger's)
             tiered = shrink_tool_outputs(messages, layout, available, counter)
             if tiered is not None:
                 messages, layout, shrunk = tiered
@@ -107,20 +112,24 @@ class _Engine:
         if keeps is not None:
             held = keeps.get("steady")
             if isinstance(held, Steady) and held.key == steady_key:
-                reused = again(self, held, messages, layout, system_cost, budget, counter, search)
+                reused = again(
+                    self, held, messages, layout, system_cost, budget, counter, search, searched
+                )
                 if reused is not None:
-                    return reused
+                    return _with_shrunk(reused, originals) if originals else reused
 
         extra_room = self._extras_reserve(available, summary_share, recall_share)
         reserve = int((available - extra_room) * layout.slack) if keeps is not None else 0
         try:
-            try:
-                recent = fit_recent(messages, layout, available - extra_room - reserve, counter)
-            except ValueError:
-                if not reserve:
-                    raise
-                reserve = 0  # the room is too small to leave any free
-                recent = fit_recent(messages, layout, available - extra_room, counter)
+            # the room is too small to leave any free, then to hold a summary or recall
+            tries = dict.fromkeys([(extra_room, reserve), (extra_room, 0), (0, 0)])
+            for attempt, (extra_room, reserve) in enumerate(tries):
+                try:
+                    recent = fit_recent(messages, layout, available - extra_room - reserve, counter)
+                    break
+                except ValueError:
+                    if attempt == len(tries) - 1:
+                        raise
         except ValueError as exc:  # not even the newest user message, cut down, fits
             newest = max(k for k, u in enumerate(layout.units) if u.starts_turn)
             smallest = counter.count_message(
@@ -153,9 +162,7 @@ class _Engine:
                 WHEN_RESERVE if messages[-1].timestamp and available > 10 * WHEN_RESERVE else 0
             )
             recall_room = (
-                room
-                - when_room
-                - max(note_room, int(available * summary_share) if self.summarizer else note_room)
+                room - when_room - max(note_room, self._summary_room(available, summary_share))
             )
             # imported here: recall brings numpy in, which a fit without it does not need
             from session_migrator._recall import fill_turns, recall_turns
@@ -168,33 +175,34 @@ class _Engine:
                 counter,
                 search,
                 incremental=len([r for r in recent.cut if r]) == 1 and layout.contiguous,
+                searched=searched,
             )
             room -= recalled_cost
-            if self.summarizer is None:
-                # no summary takes what recall left: the newest turns before the cut do, down
-                # to the newest recalled turn (the note keeps its reserve)
-                grown = grow_recent(
-                    messages,
-                    layout,
-                    recent,
-                    recall_room - recalled_cost,
-                    counter,
-                    recalled_at[-1] if recalled_at else -1,
-                )
-                grew = grown.cost - recent.cost
-                room -= grew
-                recent = grown
-                # what neither took (the newest turns stop at the newest recalled one) goes to
-                # the newest cut turns not recalled, so the budget is used
-                more, more_cost = fill_turns(
-                    messages, layout, recent.cut, recall_room - recalled_cost - grew, counter,
-                    recalled_at,
-                )  # fmt: skip
-                if more:
-                    recalled_at = sorted(recalled_at + more)
-                    recalled = [messages[i] for i in recalled_at]
-                    recalled_cost += more_cost
-                    room -= more_cost
+            # what recall left goes to turns, not to the summary (which keeps its own
+            # room): the newest turns before the cut take it, down to the newest recalled
+            # turn (the lead keeps its reserve)
+            grown = grow_recent(
+                messages,
+                layout,
+                recent,
+                recall_room - recalled_cost,
+                counter,
+                recalled_at[-1] if recalled_at else -1,
+            )
+            grew = grown.cost - recent.cost
+            room -= grew
+            recent = grown
+            # what neither took (the newest turns stop at the newest recalled one) goes to
+            # the newest cut turns not recalled, so the budget is used
+            more, more_cost = fill_turns(
+                messages, layout, recent.cut, recall_room - recalled_cost - grew, counter,
+                recalled_at,
+            )  # fmt: skip
+            if more:
+                recalled_at = sorted(recalled_at + more)
+                recalled = [messages[i] for i in recalled_at]
+                recalled_cost += more_cost
+                room -= more_cost
 
         # the summary covers the whole cut stretch (recalled turns too), so that its range is
         # contiguous and the next call can extend it with only the newly cut messages
@@ -252,8 +260,10 @@ class _Engine:
         if total > budget:  # pragma: no cover - guarded by construction; a bug if reached
             raise AssertionError(f"{self.name} produced {total} tokens for a budget of {budget}")
         result = replace(result, tokens=total)
-        if originals:
+        if originals and keeps is None:
             return _given_back(result, originals, budget, counter)
+        if originals:  # a kept cut's free room stays free (its slack): nothing is given back
+            result = _with_shrunk(result, originals)
         if keeps is None:
             return result
         if span is None or recent.truncated_ids or recent.cut != (range(recent.first_unit),):
@@ -280,14 +290,19 @@ class _Engine:
 
     # -- pieces ------------------------------------------------------------------------------
 
+    def _summary_room(self, available: int, summary_share: float) -> int:
+        """The room a summary of the cut part is given: its share, at most
+        ``max_summary_tokens`` (none without a summarizer)."""
+        if self.summarizer is None:
+            return 0
+        return min(int(available * summary_share), self.max_summary_tokens)
+
     def _extras_reserve(self, available: int, summary_share: float, recall_share: float) -> int:
-        share = 0.0
-        if self.summarizer is not None:
-            share += summary_share
+        extras = self._summary_room(available, summary_share)
         if self.recall:
-            share += recall_share
+            extras += int(available * recall_share)
         minimum = min(64, available // 4)
-        return max(minimum, int(available * share))
+        return max(minimum, extras)
 
     def _fit_system(
         self, messages: Sequence[Message], layout: Layout, budget: int, counter: TokenCounter
@@ -394,10 +409,16 @@ def _given_back(
     tokens = counter.count_messages(sent)
     if tokens > budget:  # pragma: no cover - counts add up per message; a safeguard
         sent, whole, tokens = result.messages, set(), total
+    shrunk = {k: v for k, v in originals.items() if k not in whole}
+    return _with_shrunk(replace(result, messages=sent, tokens=tokens), shrunk)
+
+
+def _with_shrunk(result: CompressionResult, originals: dict[str, Message]) -> CompressionResult:
+    """``result`` with its shrunk tool outputs reported as cut inside."""
     truncated = list(result.truncated_ids)
     seen = set(truncated)
-    truncated += [m.id for m in sent if m.id in originals and m.id not in whole | seen]
-    return replace(result, messages=sent, truncated_ids=truncated, tokens=tokens)
+    truncated += [m.id for m in result.messages if m.id in originals and m.id not in seen]
+    return replace(result, truncated_ids=truncated)
 
 
 def _cost_up_to(

@@ -31,9 +31,13 @@ def recall_turns(
     counter: TokenCounter,
     query: str,
     incremental: bool = False,
+    searched: Sequence[Message] | None = None,
 ) -> tuple[list[Message], list[int], int]:
     """The cut turns most relevant to ``query`` that fit in ``room``, in their order, their
     positions in ``messages``, and what they cost.
+
+    ``searched`` (the same positions as ``messages``): the messages ranked, when those sent are
+    cut down (a shrunk tool output is searched by its whole text).
 
     With ``incremental`` (the cut part is one run of units, a prefix of a growing
     conversation) the full-text index is kept in ``layout.cache`` and only newly cut turns
@@ -41,17 +45,16 @@ def recall_turns(
     """
     if room <= 0 or not query.strip():
         return [], [], 0
+    said = messages if searched is None else searched
 
     def document(turn: list[Unit]) -> str:
         text = "\n".join(
-            " ".join(
-                [messages[i].text] + [c.name + " " + c.arguments for c in messages[i].tool_calls]
-            )
+            " ".join([said[i].text] + [c.name + " " + c.arguments for c in said[i].tool_calls])
             for u in turn
             for i in u.indices
         )
         # the day it was said, as a token a question naming that day is searched by
-        when = messages[turn[0].indices[0]].timestamp
+        when = said[turn[0].indices[0]].timestamp
         return text if when is None else f"{text}\n{day_token(when)}"
 
     cache = layout.cache if incremental else None

@@ -58,11 +58,13 @@ def again(
     budget: int,
     counter: TokenCounter,
     query: str,
+    searched: Sequence[Message] | None = None,
 ) -> CompressionResult | None:
     """The last cut again, with the messages that came since (``None``: they do not fit).
 
     Reads the kept units' counts once; recalls again only for a new question (or when the
-    room left for the recalled turns shrank below what they take).
+    room left for the recalled turns shrank below what they take). ``searched``: what recall
+    ranks, when ``messages`` has its old tool outputs shrunk.
     """
     units = layout.units
     first = held.first_unit
@@ -98,6 +100,7 @@ def again(
             counter,
             query,
             incremental=True,
+            searched=searched,
         )
     if recalled_cost > room:
         return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from session_migrator._engine import MIN_CONVERSATION_TOKENS, _Engine
+from session_migrator._engine import MIN_CONVERSATION_TOKENS, SUMMARY_MAX_TOKENS, _Engine
 from session_migrator._fit import Layout
 from session_migrator._messages import Message
 from session_migrator._result import CompressionResult, latest_user_text
@@ -28,6 +28,7 @@ from session_migrator._tokens import TokenCounter
 
 __all__ = [
     "MIN_CONVERSATION_TOKENS",
+    "SUMMARY_MAX_TOKENS",
     "AutoStrategy",
     "CompressionResult",
     "Compressor",
@@ -100,23 +101,32 @@ class TrimStrategy(_Strategy):
 
 
 class SummarizeStrategy(_Strategy):
-    """The newest turns verbatim plus a summary of the cut part in ``summary_share`` of the room.
+    """The newest turns verbatim plus a summary of the cut part in ``summary_share`` of the room,
+    at most ``max_summary_tokens`` (past that, turns kept verbatim are worth more).
 
     ``summarizer`` defaults to the offline :class:`ExtractiveSummarizer`.
     """
 
     name = "summarize"
 
-    def __init__(self, summarizer: Summarizer | None = None, *, summary_share: float = 0.3) -> None:
+    def __init__(
+        self,
+        summarizer: Summarizer | None = None,
+        *,
+        summary_share: float = 0.3,
+        max_summary_tokens: int = SUMMARY_MAX_TOKENS,
+    ) -> None:
         self.summarizer = summarizer or ExtractiveSummarizer()
-        self._engine = _Engine(self.summarizer, False, summary_share, 0.0, self.name)
+        self._engine = _Engine(
+            self.summarizer, False, summary_share, 0.0, self.name, _positive(max_summary_tokens)
+        )
 
 
 class RecallStrategy(_Strategy):
     """The newest turns, plus the cut turns most relevant to the query (bm25), plus a note or,
-    with a ``summarizer``, a summary of the rest. The query defaults to the newest user message.
-    Without a summarizer, the part of ``recall_share`` the relevant turns do not take goes to
-    more of the newest turns (with one, to the summary).
+    with a ``summarizer``, a summary of the rest (in ``summary_share`` of the room, at most
+    ``max_summary_tokens``). The query defaults to the newest user message. The part of
+    ``recall_share`` the relevant turns do not take goes to more of the newest turns.
     """
 
     name = "recall"
@@ -127,21 +137,37 @@ class RecallStrategy(_Strategy):
         *,
         recall_share: float = 0.3,
         summary_share: float = 0.2,
+        max_summary_tokens: int = SUMMARY_MAX_TOKENS,
     ) -> None:
         self.summarizer = summarizer
-        self._engine = _Engine(summarizer, True, summary_share, recall_share, self.name)
+        self._engine = _Engine(
+            summarizer, True, summary_share, recall_share, self.name, _positive(max_summary_tokens)
+        )
 
 
 class AutoStrategy(_Strategy):
     """The configured summarizer with query-aware recall; offline, the extractive summarizer
-    with recall (the best offline retention in the fact-retention benchmark).
+    with recall (the best offline retention in the fact-retention benchmark). The summary takes
+    a fifth of the room, at most ``max_summary_tokens``; recall and the newest turns the rest.
     """
 
     name = "auto"
 
-    def __init__(self, summarizer: Summarizer | None = None) -> None:
+    def __init__(
+        self, summarizer: Summarizer | None = None, *, max_summary_tokens: int = SUMMARY_MAX_TOKENS
+    ) -> None:
         self.summarizer = summarizer or ExtractiveSummarizer()
-        self._engine = _Engine(self.summarizer, True, 0.2, 0.3, self.name)
+        self._engine = _Engine(
+            self.summarizer, True, 0.2, 0.3, self.name, _positive(max_summary_tokens)
+        )
+
+
+def _positive(max_summary_tokens: int) -> int:
+    if isinstance(max_summary_tokens, bool) or not isinstance(max_summary_tokens, int):
+        raise TypeError(f"max_summary_tokens must be an int, got {max_summary_tokens!r}")
+    if max_summary_tokens < 1:
+        raise ValueError(f"max_summary_tokens must be at least 1, got {max_summary_tokens}")
+    return max_summary_tokens
 
 
 STRATEGIES = ("auto", "trim", "summarize", "recall")

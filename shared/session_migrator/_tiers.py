@@ -6,7 +6,8 @@ characters) around a marker that says how many lines and characters were cut and
 output stays in the store. Only then are turns summarized or dropped (the engine's later tiers),
 over the shrunk conversation. Whatever room is left at the end goes back to the shrunk outputs,
 newest first (:func:`give_back`), so that a conversation a few percent over its budget loses a
-few percent of one old tool output, not whole turns.
+few percent of one old tool output, not whole turns; a ledger's kept cut (its slack) leaves its
+free room free instead.
 
 A shrunk output keeps its id and role and its call's pairing; its ``extra`` is marked
 ``{"kind": "truncated", "tier": "tool_output", ...}`` and it is reported as cut inside. Nothing is
@@ -93,7 +94,9 @@ def shrink_tool_outputs(
             held = layout.cache["shrunk"] = {}
         memo = held
     found: tuple[list[Message], Layout, dict[int, Message]] | None = None
-    for keep in TOOL_OUTPUT_CHARS:
+    # the smallest size first: when even it does not fit (a cut is made: a ledger's usual
+    # case), no larger size is laid out; when it does, the largest size that fits is used
+    for keep in (TOOL_OUTPUT_CHARS[-1], *TOOL_OUTPUT_CHARS[:-1]):
         out = list(messages)
         originals: dict[int, Message] = {}
         for i in old:
@@ -111,9 +114,14 @@ def shrink_tool_outputs(
             originals[i] = m
         if not originals:
             continue  # none this long: a smaller size may shrink some
-        found = (out, _counted_newest(out, layout, available, counter), originals)
-        if not found[1].counted_from and found[1].units_cost <= available:
-            break  # it fits: no smaller size is needed
+        laid = (out, _counted_newest(out, layout, available, counter), originals)
+        fits = not laid[1].counted_from and laid[1].units_cost <= available
+        if keep == TOOL_OUTPUT_CHARS[-1]:
+            found = laid
+            if not fits:
+                break  # not even the smallest size fits: turns are cut over it
+        elif fits:
+            return laid  # the largest size that fits
     return found
 
 
@@ -136,7 +144,16 @@ def _counted_newest(
         if total > available and m.role == "user":
             counted_from = i
             break
-    return build_units(out, costs, counted_from=counted_from)
+    shrunk = build_units(out, costs, counted_from=counted_from, keep_pending=layout.keep_pending)
+    if layout.cache is not None and layout.slack:
+        # a ledger's: the shrunk view keeps a cut between fits too, in a cache of its own (its
+        # costs are the shrunk messages'); old outputs are at their smallest whenever a cut is
+        # made, so the kept cut's costs hold from one fit to the next
+        view: Any = layout.cache.get("tiered")
+        if not isinstance(view, dict):
+            view = layout.cache["tiered"] = {}
+        shrunk.cache, shrunk.slack = view, layout.slack
+    return shrunk
 
 
 def give_back(

@@ -256,3 +256,38 @@ def test_a_session_deleted_while_it_is_fitted_is_no_error(tmp_path: Path) -> Non
     assert len(result.messages) == 7
     assert fitter.messages == []  # the next read: the session is gone
     store.close()
+
+
+@pytest.mark.parametrize("strategy", ["auto", "recall", "trim"])
+def test_the_fitted_view_shrinks_old_tool_outputs_before_it_drops_a_turn(strategy: str) -> None:
+    # the adapters' path (a ledger with slack, the cut kept between fits) runs the first tier
+    # too: an agent session whose tokens are in tool outputs keeps every user turn
+    from session_migrator import ToolCall
+
+    fitter = SessionFitter(f"tools-{strategy}", store="memory://", strategy=strategy)
+    log = "\n".join(f"line {k}: build step {k} finished without warnings" for k in range(400))
+    messages: list[Message] = []
+    for i in range(12):
+        call = ToolCall(f"c{i}", "run", '{"cmd": "make"}')
+        messages += [
+            Message("user", f"Step {i}: run the build and tell me what broke.", id=f"u{i}"),
+            Message("assistant", "", tool_calls=(call,), id=f"a{i}"),
+            Message("tool", log, tool_call_id=f"c{i}", id=f"t{i}"),
+            Message("assistant", f"Step {i} built cleanly.", id=f"r{i}"),
+        ]
+    fitter.append(messages)
+    counter = counter_for("o200k_base")
+    budget = counter.count_messages(messages) // 3
+    for round_ in range(2):  # a fit, then a re-fit after a new message
+        result = fitter.fit(window(budget))
+        sent = {m.id: m for m in result.messages}
+        assert counter.count_messages(result.messages) <= budget
+        assert chat_rule_violations(result.messages) == []
+        users = [m for m in fitter.messages if m.role == "user"]
+        assert all(sent.get(u.id) == u for u in users), f"round {round_}: a user turn went"
+        shrunk = [m for m in result.messages if m.role == "tool" and m.text != log]
+        assert shrunk
+        assert "full output stays in the store" in shrunk[0].text
+        assert set(result.report.truncated_ids) >= {m.id for m in shrunk}
+        fitter.append([Message("user", "And the next step?", id=f"n{round_}")])
+    assert [m.text for m in fitter.messages if m.role == "tool"] == [log] * 12  # stored whole

@@ -830,3 +830,42 @@ def test_a_wrong_argument_type_says_what_is_expected(kwargs: dict[str, Any], mat
     arguments: dict[str, Any] = {"target": window(1_000), **kwargs}
     with pytest.raises(TypeError, match=match):
         migrate(chat(2), **arguments)
+
+
+@pytest.mark.parametrize("strategy", ["summarize", "recall", "auto"])
+def test_a_system_prompt_that_leaves_little_room_still_gets_the_newest_turn(
+    strategy: str,
+) -> None:
+    # the room beside the system prompt holds the newest user message cut down, not that and a
+    # summary's or recall's share too: the shares give way before a BudgetError is raised
+    # (hypothesis found: a 202-token system prompt, 24 tokens left)
+    system = Message("system", "Keep every answer short and precise. " * 40, id="sys")
+    messages = [system, *chat(6)[1:]]
+    budget = O200K.count_messages([system]) + 30
+    for name in (strategy, "trim"):
+        result = migrate(messages, window(budget), strategy=name)
+        in_budget_and_valid(result.messages, budget, O200K)
+        assert result.messages[0] == system
+        assert "u5" in [m.id for m in result.messages]  # the newest question, cut down or whole
+
+
+def test_the_summary_takes_its_share_up_to_a_cap_and_recalls_leftover_goes_to_turns() -> None:
+    # a long conversation on a large budget: the summary is not given a fifth of 100k tokens;
+    # the turns kept verbatim are (a user's turns are summarized last)
+    messages = chat(1_500, words=40)
+    total = O200K.count_messages(messages)
+    budget = int(total * 0.7)
+    recorder = RecordingSummarizer()
+    result = migrate(messages, window(budget), strategy=AutoStrategy(recorder))
+    asked = recorder.calls[-1][2]
+    assert asked <= 4_096 + 200  # the cap (and the room a recall line may leave it)
+    assert result.report.tokens_after >= 0.95 * budget
+    users = {m.id for m in messages if m.role == "user"}
+    kept = [m.id for m in result.messages if m.id in users]
+    trimmed = migrate(messages, window(budget), strategy="trim")
+    assert len(kept) >= len([m for m in trimmed.messages if m.id in users]) - 60
+    smaller = AutoStrategy(recorder, max_summary_tokens=500)
+    migrate(messages, window(budget), strategy=smaller)
+    assert recorder.calls[-1][2] <= 500 + 200
+    with pytest.raises(ValueError, match="max_summary_tokens"):
+        SummarizeStrategy(max_summary_tokens=0)
