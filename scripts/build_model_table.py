@@ -15,15 +15,20 @@ model) and by models.dev's ``base_model`` links. A group is one row; its other s
 aliases, so every spelling has the same facts. The row's facts come from the most trusted source
 that lists the model, in this order: the CSV, the hand facts, models.dev's base model (the maker's
 facts), the maker's own API (models.dev or LiteLLM first-party rows), then other hosts (resellers:
-their most common figures, the smaller on a tie). A host's own serving limit is for the live
-cache or an override, not the table. Every bare name (dates and ``-latest`` stripped) that is not
-a row is an alias of its newest row, the maker's where there is one. Each row records which
-providers list it (``hosts``).
+their most common figures, the smaller on a tie). A host's own smaller limits do not change the
+row: they are kept apart, as its listing (below). Every bare name (dates and ``-latest``
+stripped) that is not a row is an alias of its newest row, the maker's where there is one. Each
+row records which providers list it (``hosts``).
 
 Then :func:`apply_fixes` corrects the known errors of the sources (each fixed row says so in
 ``note`` and has source ``checked``): OpenAI's gpt-5 input cap versus window, Claude's 1M
 windows that need a beta header, the deepseek-chat alias that now serves V4, and output caps
 larger than the window.
+
+Last, :func:`~model_listings.build_listings` keeps each provider's listing of a row where it is
+smaller than the row (``listings``: what ``github_copilot/claude-sonnet-4`` gets), and the
+header counts the provider-qualified ids the table resolves (every models.dev provider row as
+``provider/id`` and every LiteLLM key the table was built from), resolved as the lookup does.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from pathlib import Path
 
 try:
     from session_migrator._model_names import QUANTIZED, normalize_model_name, spelling_key
+    from session_migrator._model_table import load_table
     from session_migrator._tokenizers import infer_tokenizer
 except ImportError:  # pragma: no cover - a clear message instead of a traceback
     sys.exit("build_model_table: install the project first (make install), then run again")
@@ -46,6 +52,7 @@ except ImportError:  # pragma: no cover - a clear message instead of a traceback
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from model_facts import OPEN_WEIGHTS, RETIRED, ollama_aliases
 from model_fixes import apply_fixes
+from model_listings import Listing, build_listings, listing_problems, qualified_id
 from model_sources import (
     CHECKED_AS_OF,
     CSV_FILE,
@@ -322,12 +329,18 @@ def settle(
 # -- output --------------------------------------------------------------------------------------
 
 
-def render(rows: dict[str, Row], aliases: dict[str, str], hosts: dict[str, set[str]]) -> str:
+def render(
+    rows: dict[str, Row],
+    aliases: dict[str, str],
+    hosts: dict[str, set[str]],
+    listings: dict[str, dict[str, Listing]],
+    provider_ids: int = 0,
+) -> str:
     """The JSON text: a header, then one line per model and per alias, sorted."""
     makers = {r.provider for r in rows.values()}
     listed = {h for name in rows for h in hosts.get(name, ())}
     header = {
-        "format": 2,
+        "format": 3,
         "generated_by": "scripts/build_model_table.py",
         "sources": {
             f"models.dev@{MODELS_DEV_AS_OF}": "anomalyco/models.dev at f3fc692 (MIT): base "
@@ -343,6 +356,8 @@ def render(rows: dict[str, Row], aliases: dict[str, str], hosts: dict[str, set[s
             "makers": len(makers),
             "providers": len(makers | listed),
             "listings": sum(len(hosts.get(name, ())) for name in rows),
+            "provider_ids": provider_ids,
+            "smaller_listings": sum(len(v) for v in listings.values()),
         },
     }
     lines = ["{"]
@@ -363,6 +378,8 @@ def render(rows: dict[str, Row], aliases: dict[str, str], hosts: dict[str, set[s
         }
         if hosts.get(model_id):
             record["hosts"] = sorted(hosts[model_id])
+        if listings.get(model_id):
+            record["listings"] = {p: list(v) for p, v in sorted(listings[model_id].items())}
         if r.note:
             record["note"] = r.note
         comma = "," if i < len(ordered) - 1 else ""
@@ -378,9 +395,14 @@ def render(rows: dict[str, Row], aliases: dict[str, str], hosts: dict[str, set[s
     return "\n".join(lines) + "\n"
 
 
-def validate(rows: dict[str, Row], aliases: dict[str, str], hosts: dict[str, set[str]]) -> None:
+def validate(
+    rows: dict[str, Row],
+    aliases: dict[str, str],
+    hosts: dict[str, set[str]],
+    listings: dict[str, dict[str, Listing]],
+) -> None:
     """The table's contract; a violation stops the build."""
-    problems = []
+    problems = listing_problems(rows, listings)
     for model_id, r in rows.items():
         if not 0 < r.max_input_tokens <= r.context_window:
             problems.append(f"{model_id}: needs 0 < max_input_tokens <= context_window")
@@ -403,18 +425,22 @@ def build(data_dir: Path) -> str:
         if not (data_dir / name).exists():
             raise SystemExit(f"build_model_table: {data_dir / name} not found; pass DATA_DIR")
     bases = read_models_dev_bases(data_dir / MODELS_DEV)
-    candidates = [
-        *read_csv(data_dir / CSV_FILE),
-        *hand_rows(),
-        *bases.values(),
+    listed = [
         *read_models_dev_providers(data_dir / MODELS_DEV, bases, owner_of),
         *read_litellm(data_dir / LITELLM_FILE, owner_of, FIRST_PARTY),
     ]
+    candidates = [*read_csv(data_dir / CSV_FILE), *hand_rows(), *bases.values(), *listed]
     rows, aliases, hosts = group_rows(candidates)
     rows, aliases = settle(rows, bare_aliases(rows, aliases), hosts)
     rows = apply_fixes(rows)
-    validate(rows, aliases, hosts)
-    return render(rows, aliases, hosts)
+    listings = build_listings(rows, aliases, listed)
+    validate(rows, aliases, hosts, listings)
+    found = load_table(json.loads(render(rows, aliases, hosts, listings)))
+    ids = {qualified_id(r).lower() for r in listed}
+    unresolved = sorted(i for i in ids if found.find(i) is None)
+    if unresolved:
+        raise SystemExit(f"build_model_table: {len(unresolved)} ids do not resolve: {unresolved}")
+    return render(rows, aliases, hosts, listings, provider_ids=len(ids))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -437,7 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = json.loads(text)["counts"]
     print(
         f"wrote {args.out}: {counts['models']} models, {counts['aliases']} aliases, "
-        f"{counts['providers']} providers"
+        f"{counts['providers']} providers, {counts['provider_ids']} provider model ids, "
+        f"{counts['smaller_listings']} listings with smaller caps"
     )
     return 0
 

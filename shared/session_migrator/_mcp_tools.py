@@ -325,6 +325,7 @@ def _window_dict(window: ModelWindow) -> dict[str, Any]:
         "tokenizer": window.tokenizer,
         "source": window.source,
         "as_of": window.as_of,
+        "ref": window.ref or None,
     }
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "QUANTIZED",
     "name_candidates",
     "normalize_model_name",
+    "provider_prefix",
     "route_name",
     "spelling_key",
 ]
@@ -95,6 +96,20 @@ def route_name(name: str) -> str:
             version = f"{major}-{minor}" if minor else major
             s = f"claude-{tier}-{version}{s[swapped.end() :]}"
     return s or name.strip().lower()
+
+
+@functools.lru_cache(maxsize=4096)
+def provider_prefix(name: str) -> str:
+    """The provider ``name`` is qualified with: its first path segment, lowercased, ``_`` as
+    ``-`` (LiteLLM's ``github_copilot/`` and models.dev's ``github-copilot/`` are one
+    provider); ``""`` for a bare name. Whether the table knows that provider is the table's
+    business (``models/gemini-1.5-pro`` names none).
+
+    >>> provider_prefix("github_copilot/claude-sonnet-4"), provider_prefix("gpt-4o")
+    ('github-copilot', '')
+    """
+    head, slash, _ = name.strip().lower().partition("/")
+    return head.replace("_", "-") if slash else ""
 
 
 def _strip_steps(name: str) -> Iterator[str]:

@@ -9,10 +9,16 @@ A name resolves in the table by its :func:`~session_migrator._model_names.name_c
 (as given, routed, then with each date or version suffix stripped), a row or an alias, and last
 by the longest known prefix on a ``-`` boundary, unless the rest is another version
 (``claude-opus-4-9`` is not ``claude-opus-4``) or a misspelt sibling (``gpt-4o-mnii`` is not
-``gpt-4o``).
+``gpt-4o``). The row holds the model's own facts. A provider-qualified name
+(``github_copilot/claude-sonnet-4``: a provider the table keeps listings of, see
+:func:`~session_migrator._model_names.provider_prefix`) gets that provider's listing of the row
+where the table keeps one: it is kept only where it is smaller than the row in some figure, and
+never larger in any.
 
 >>> bundled("gpt-4o-2024-08-06").max_output_tokens
 16384
+>>> bundled("github_copilot/claude-sonnet-4").max_input_tokens
+128000
 >>> bundled_name("ollama_chat/llama3.1")
 'llama-3.1-8b-instruct'
 """
@@ -24,12 +30,16 @@ import importlib.resources
 import json
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from session_migrator._model_names import name_candidates, route_name
+from session_migrator._model_names import name_candidates, provider_prefix, route_name
 from session_migrator._windows import ModelWindow
 
-__all__ = ["bundled", "bundled_name", "bundled_note", "served_by", "table"]
+__all__ = ["Table", "bundled", "bundled_name", "bundled_note", "load_table", "served_by", "table"]
+
+_VERSION_SEGMENT = re.compile(r"v?\d{1,2}(?:[.p]\d+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +51,43 @@ class Table:
     notes: dict[str, str]
     hosts: dict[str, tuple[str, ...]]
     children: dict[str, frozenset[str]]  # name -> first segments of the names that extend it
+    #: provider (as :func:`provider_prefix` spells it) -> row name -> that provider's listing,
+    #: kept only where it is smaller than the row in some figure
+    listings: dict[str, dict[str, ModelWindow]]
+
+    def row(self, key: str) -> ModelWindow | None:
+        """The row ``key`` names, itself or by an alias."""
+        found = self.rows.get(key)
+        if found is None and key in self.aliases:
+            found = self.rows[self.aliases[key]]
+        return found
+
+    def prefix_match(self, name: str) -> str | None:
+        """The longest name that ``name`` extends by variant segments (see the module doc)."""
+        for cut in reversed(_dash_positions(name)):
+            prefix = name[:cut]
+            if prefix not in self.rows and prefix not in self.aliases:
+                continue
+            segment = name[cut + 1 :].split("-", 1)[0]
+            siblings = self.children.get(prefix, frozenset())
+            if segment != "0" and _VERSION_SEGMENT.fullmatch(segment):
+                return None  # another version: claude-opus-4-9 is not claude-opus-4
+            if segment not in siblings and difflib.get_close_matches(segment, siblings, 1, 0.75):
+                return None  # a misspelt sibling: gpt-4o-mnii is not gpt-4o
+            return prefix
+        return None
+
+    def find(self, name: str) -> ModelWindow | None:
+        """The window ``name`` resolves to (see the module doc), or ``None``."""
+        candidates = name_candidates(name)
+        found = next((w for w in map(self.row, candidates) if w is not None), None)
+        if found is None:
+            prefix = self.prefix_match(candidates[-1])
+            found = self.row(prefix) if prefix is not None else None
+        provider = provider_prefix(name)
+        if found is None or not provider:
+            return found
+        return self.listings.get(provider, {}).get(found.name, found)
 
 
 _lock = threading.Lock()
@@ -54,16 +101,23 @@ def table() -> Table:
         return _table
     with _lock:
         if _table is None:
-            _table = _parse()
+            resource = importlib.resources.files("session_migrator") / "_data" / "models.json"
+            _table = load_table(json.loads(resource.read_text(encoding="utf-8")))
     return _table
 
 
-def _parse() -> Table:
-    resource = importlib.resources.files("session_migrator") / "_data" / "models.json"
-    data = json.loads(resource.read_text(encoding="utf-8"))
+def load_table(data: Mapping[str, Any]) -> Table:
+    """A :class:`Table` from the parsed JSON of ``models.json`` (the build script counts with it).
+
+    A listing is ``[max input, window, max output, refs]``; each ref (``models.dev: ...``,
+    ``litellm: ...``) names one of the header's ``sources`` (``models.dev@2026-07-02``), which
+    gives the listing's source and date.
+    """
+    dated = {key.split("@", 1)[0]: key for key in data["sources"] if "@" in key}
     rows: dict[str, ModelWindow] = {}
     notes: dict[str, str] = {}
     hosts: dict[str, tuple[str, ...]] = {}
+    listings: dict[str, dict[str, ModelWindow]] = {}
     for key, row in data["models"].items():
         rows[key] = ModelWindow(
             name=key,
@@ -74,61 +128,38 @@ def _parse() -> Table:
             tokenizer=row["tokenizer"],
             source=f"bundled:{row['source']}",
             as_of=row["as_of"],
+            ref=row["ref"],
         )
         if row.get("note"):
             notes[key] = row["note"]
         if row.get("hosts"):
             hosts[key] = tuple(row["hosts"])
+        for provider, (cap, window, output, refs) in row.get("listings", {}).items():
+            sources = list(dict.fromkeys(dated[ref.split(":", 1)[0]] for ref in refs.split("; ")))
+            listings.setdefault(provider, {})[key] = rows[key].with_changes(
+                context_window=window,
+                max_input_tokens=cap,
+                max_output_tokens=output,
+                source="bundled:" + "+".join(sources),
+                as_of=min(source.split("@", 1)[1] for source in sources),
+                ref=refs,
+            )
     aliases: dict[str, str] = dict(data["aliases"])
     children: dict[str, set[str]] = {}
     for key in (*rows, *aliases):
         for cut in _dash_positions(key):
             children.setdefault(key[:cut], set()).add(key[cut + 1 :].split("-", 1)[0])
     frozen = {k: frozenset(v) for k, v in children.items()}
-    return Table(rows, aliases, notes, hosts, frozen)
+    return Table(rows, aliases, notes, hosts, frozen, listings)
 
 
 def _dash_positions(name: str) -> list[int]:
     return [i for i, ch in enumerate(name) if ch == "-" and 0 < i < len(name) - 1]
 
 
-def _row(key: str) -> ModelWindow | None:
-    t = table()
-    row = t.rows.get(key)
-    if row is None and key in t.aliases:
-        row = t.rows[t.aliases[key]]
-    return row
-
-
-_VERSION_SEGMENT = re.compile(r"v?\d{1,2}(?:[.p]\d+)?")
-
-
-def _prefix_match(name: str) -> str | None:
-    """The longest bundled name that ``name`` extends by variant segments (see module doc)."""
-    t = table()
-    for cut in reversed(_dash_positions(name)):
-        prefix = name[:cut]
-        if prefix not in t.rows and prefix not in t.aliases:
-            continue
-        segment = name[cut + 1 :].split("-", 1)[0]
-        siblings = t.children.get(prefix, frozenset())
-        if segment != "0" and _VERSION_SEGMENT.fullmatch(segment):
-            return None  # another version: claude-opus-4-9 is not claude-opus-4
-        if segment not in siblings and difflib.get_close_matches(segment, siblings, 1, 0.75):
-            return None  # a misspelt sibling: gpt-4o-mnii is not gpt-4o
-        return prefix
-    return None
-
-
 def bundled(name: str) -> ModelWindow | None:
-    """The bundled row ``name`` resolves to (see the module doc), or ``None``."""
-    candidates = name_candidates(name)
-    for form in candidates:
-        row = _row(form)
-        if row is not None:
-            return row
-    prefix = _prefix_match(candidates[-1])
-    return _row(prefix) if prefix is not None else None
+    """The bundled window ``name`` resolves to (see the module doc), or ``None``."""
+    return table().find(name)
 
 
 def bundled_name(name: str) -> str:

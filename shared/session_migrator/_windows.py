@@ -23,7 +23,9 @@ class ModelWindow:
     cap, which is smaller for some models (gpt-5: 272,000 of 400,000). ``tokenizer`` names the
     encoding (``o200k_base``, ``cl100k_base``) or an estimated family (``claude``, ``gemini``, ...).
     ``source`` says where the facts came from (``explicit``, ``override``, ``profile``,
-    ``metadata``, ``cache:<url>``, ``bundled:<origin>``) and ``as_of`` when they were gathered.
+    ``metadata``, ``cache:<url>``, ``bundled:<origin>``) and ``as_of`` when they were gathered;
+    ``ref`` names the bundled row or the provider's listing they were read from (``models.dev:
+    providers/github-copilot/models/claude-sonnet-4``), ``""`` where there is none.
 
     >>> w = ModelWindow("gpt-4o", "openai", 128_000, 128_000, 16_384, "o200k_base", "explicit")
     >>> w.context_window
@@ -38,6 +40,7 @@ class ModelWindow:
     tokenizer: str
     source: str
     as_of: str = ""
+    ref: str = ""
 
     def __post_init__(self) -> None:
         if self.context_window <= 0 or self.max_input_tokens <= 0:

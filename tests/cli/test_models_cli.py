@@ -134,6 +134,27 @@ def test_window_json_has_every_field_and_the_budget(capsys: pytest.CaptureFixtur
     assert record["source"] == "bundled:checked"
 
 
+def test_window_and_models_show_a_provider_s_own_smaller_caps(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 24: Copilot serves Claude Sonnet 4 with 128,000 input and 16,000 output tokens."""
+    assert main(["window", "github_copilot/claude-sonnet-4", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert (record["context_window"], record["max_input_tokens"], record["max_output_tokens"]) == (
+        200_000,
+        128_000,
+        16_000,
+    )
+    assert record["ref"] == "models.dev: providers/github-copilot/models/claude-sonnet-4"
+    assert record["source"] == "bundled:models.dev@2026-07-02"
+    assert record["input_budget"] <= 128_000
+    assert main(["window", "claude-sonnet-4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["max_input_tokens"] == 200_000  # the model's own
+    assert main(["models", "claude-sonnet-4-2025", "--provider", "github_copilot", "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["name"], listed["max_input_tokens"]) == ("claude-sonnet-4-20250514", 128_000)
+
+
 def test_window_unknown_model_is_one_line_with_suggestions(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

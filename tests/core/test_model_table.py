@@ -89,9 +89,19 @@ def _names(name: str) -> set[str]:
     return {routed, normalize_model_name(routed), spelling_key(routed)}
 
 
+def _at_most(facts: tuple[int, int, int | None], limit: tuple[int, int, int | None]) -> bool:
+    """Whether no figure of ``facts`` (window, input, output: as :func:`_facts`) exceeds its
+    figure in ``limit`` (``None``: not stated); an output cap not stated is the window."""
+    window, cap, output = facts
+    ours = (window, cap, output or window)
+    return all(b is None or a <= b for a, b in zip(ours, limit, strict=True))
+
+
 def test_every_provider_spelling_of_a_base_model_has_its_facts(table: dict[str, Any]) -> None:
-    """Every models.dev provider row that names its base model, looked up as users type it
-    (``openrouter/meta-llama/llama-4-scout``), gets the base model's facts."""
+    """Every models.dev provider row that names its base model, looked up as the provider spells
+    it (``meta-llama/llama-4-scout`` at OpenRouter), gets the base model's facts; with the
+    provider in front (``openrouter/meta-llama/llama-4-scout``), those or the provider's own
+    smaller caps (see test_model_listings.py), never more."""
     root = DATA / "models.dev" / "providers"
     if not root.is_dir():
         pytest.fail(f"{root} is missing: shared/data must sit beside the repository")
@@ -111,7 +121,8 @@ def test_every_provider_spelling_of_a_base_model_has_its_facts(table: dict[str, 
             base_facts = _facts(base)
         except UnknownModelError:
             continue  # a base model that is not a chat model (filtered out of the table)
-        if _facts(spelling) == base_facts:
+        if _facts(route_name(spelling)) == base_facts:
+            assert _at_most(_facts(spelling), base_facts), spelling
             checked += 1
             continue
         # else the host's name must be another model's (neon: claude-sonnet-4 -> base

@@ -57,7 +57,11 @@ def register(sub: Any) -> None:
         metavar=f"QUERY | {actions}" if actions else "QUERY",
         help="keep models whose name contains this (as given or normalised)",
     )
-    models.add_argument("--provider", help="keep one provider (openai, anthropic, google, ...)")
+    models.add_argument(
+        "--provider",
+        help="keep one provider (openai, groq, github_copilot, ...): the models it makes or lists, "
+        "with its own caps where they are smaller",
+    )
     models.add_argument(
         "--limit", type=whole_number(0), default=0, metavar="N", help="show at most N (0: all)"
     )
@@ -107,6 +111,7 @@ def _window_record(window: ModelWindow) -> dict[str, Any]:
         "tokenizer": window.tokenizer,
         "source": window.source,
         "as_of": window.as_of,
+        "ref": window.ref or None,
     }
 
 
