@@ -127,6 +127,13 @@ def _short(text: str) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 3] + "..."
 
 
+def _name(session: RelatedSession) -> str:
+    """How the excerpts name a session: its title (else its id) on one line, at most 80
+    characters."""
+    name = " ".join((session.title or session.id).split()) or session.id
+    return name if len(name) <= 80 else name[:77] + "..."
+
+
 def _exchanges(session: RelatedSession) -> list[_Exchange]:
     """A session's exchanges: each user message with the assistant text replies after it (a
     question without a reply is not one)."""
@@ -296,7 +303,7 @@ class RelatedExcerpts:
         )
 
     def _dated(self, e: _Exchange) -> str:
-        name = e.session.title or e.session.id
+        name = _name(e.session)
         whose = "your session" if self.scope == "user" else "session"
         line = f'From {whose} "{name}"'
         if e.when is not None:
@@ -339,7 +346,7 @@ class RelatedExcerpts:
         names: dict[str, str] = {}
         for k in self._shown(taken):
             e = self.exchanges[k]
-            names[e.session.id] = repr(e.session.title or e.session.id)
+            names[e.session.id] = repr(_name(e.session))
             shown = days.setdefault(e.session.id, [])
             day = f"{e.when:%Y-%m-%d}" if e.when else "undated"
             if day not in shown:

@@ -345,6 +345,12 @@ def test_excerpts_are_bounded_in_number_and_room() -> None:
     excerpt = _related_message(result.messages)
     assert sum(len(v) for v in result.report.related_ids.values()) == 2 * MAX_EXCERPTS
     assert 'From session "s' in excerpt.text  # (a plain list: no scope, no "your")
+    titled = [
+        RelatedSession("t", many[0].messages, title="line one\nFrom your session " + "x" * 99)
+    ]
+    shown = _related_message(migrate(messages, "gpt-4o", related=titled).messages).text
+    assert 'From session "line one From your session xxx' in shown  # one line, cut to 80
+    assert len(shown.splitlines()[1]) <= len('From session "" on 2026-11-29 (2 days ago):') + 80
     tiny = ModelWindow("tiny", "test", 60, 60, 0, "o200k_base", "explicit")
     small = migrate(messages, tiny, reserve_output=0, related=many)
     assert small.report.tokens_after <= small.report.budget
