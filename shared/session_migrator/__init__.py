@@ -62,6 +62,7 @@ from session_migrator._nesting import check_nesting
 from session_migrator._online_counters import AnthropicCounter, GeminiCounter
 from session_migrator._recalibration import recalibrate_from_exact
 from session_migrator._redact import redact_secrets
+from session_migrator._related import RecallScope, RelatedSession, RelatedSessions
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import (
     AutoStrategy,
@@ -93,7 +94,7 @@ from session_migrator._tokens import (
 )
 from session_migrator._version import __version__
 from session_migrator._windows import Budget, ModelWindow
-from session_migrator.store import open_store
+from session_migrator.store import arelated_sessions, open_store, related_sessions
 
 __all__ = [
     "DEFAULT_SLACK",
@@ -122,7 +123,10 @@ __all__ = [
     "ModelWindow",
     "OpenAISummarizer",
     "Plan",
+    "RecallScope",
     "RecallStrategy",
+    "RelatedSession",
+    "RelatedSessions",
     "Role",
     "Session",
     "SessionFitter",
@@ -141,6 +145,7 @@ __all__ = [
     "TrimStrategy",
     "UnknownModelError",
     "__version__",
+    "arelated_sessions",
     "calibrate",
     "chat_rule_violations",
     "check_nesting",
@@ -164,6 +169,7 @@ __all__ = [
     "redact_secrets",
     "refresh_models",
     "register_model",
+    "related_sessions",
     "reset_calibration",
     "summary_request",
     "truncate_text",

@@ -33,6 +33,7 @@ from session_migrator._migrate import (
     default_counter,
     resolve_target,
 )
+from session_migrator._related import RecallScope, RelatedSessions, check_scope
 from session_migrator._strategies import Compressor, check_strategy
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import TokenCounter
@@ -59,6 +60,7 @@ class _Key:
     counter: str
     budget_cap: int | None
     pending_tool_calls: str
+    related: tuple[object, ...] = ()
 
 
 class SessionFitter:
@@ -73,6 +75,11 @@ class SessionFitter:
     prompt, which keeps a provider's prompt cache warm) while the new messages fit in it; the
     recalled turns follow each new question. A re-fit after a message then reads only the kept
     messages' counts. ``0`` cuts afresh at every fit, exactly as :func:`migrate` would.
+
+    ``recall_scope``: ``"user"`` or ``"workspace"`` also recalls from the other sessions of
+    the session's user (its metadata ``user_id``) or workspace
+    (:func:`~session_migrator.store.related_sessions`, read again at each fit: the sessions
+    unchanged since are not loaded again); ``"session"`` (the default) recalls within it only.
 
     >>> from session_migrator import Message
     >>> fitter = SessionFitter("demo", store="memory://")
@@ -92,6 +99,7 @@ class SessionFitter:
         workspace: str = "default",
         metadata: dict[str, Any] | None = None,
         slack: float = DEFAULT_SLACK,
+        recall_scope: RecallScope = "session",
     ) -> None:
         self.session_id = session_id
         # a URL is opened at first use, so that constructing a fitter does no I/O (an async
@@ -107,6 +115,8 @@ class SessionFitter:
         self.workspace = workspace
         self.metadata = metadata
         self.slack = check_slack(slack)
+        self.recall_scope = check_scope(recall_scope)
+        self._related: RelatedSessions | None = None
         self._lock = threading.RLock()
         self._messages: list[Message] = []
         self._ids: set[str] = set()
@@ -229,6 +239,7 @@ class SessionFitter:
             messages = self.refresh()
             strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
             counter = counter or default_counter(window)
+            related = self._related_sessions()
             key = _Key(
                 len(messages),
                 messages[-1].id if messages else None,
@@ -240,6 +251,7 @@ class SessionFitter:
                 counter.name,
                 budget_cap,
                 check_pending(pending_tool_calls),
+                _related_key(related),
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -259,6 +271,7 @@ class SessionFitter:
                 ledger=ledger,
                 budget_cap=budget_cap,
                 pending_tool_calls=pending_tool_calls,
+                related=related,
             )
             try:
                 self._persist_counts(messages, counter)
@@ -294,6 +307,17 @@ class SessionFitter:
         )
 
     # -- store bookkeeping -----------------------------------------------------------------
+
+    def _related_sessions(self) -> RelatedSessions | None:
+        """The other sessions recall draws on (``None``: the session scope)."""
+        if self.recall_scope == "session":
+            return None
+        from session_migrator.store import related_sessions
+
+        self._related = related_sessions(
+            self.store, self.session_id, self.recall_scope, previous=self._related
+        )
+        return self._related
 
     def _ledger_for(self, messages: list[Message], counter: TokenCounter) -> Ledger:
         """The ledger of ``messages`` by ``counter``, brought up to date (only the messages new
@@ -411,3 +435,11 @@ class SessionFitter:
             )
         )
         self._last_target = model
+
+
+def _related_key(related: RelatedSessions | None) -> tuple[object, ...]:
+    """What a fit's cache is keyed by of the other sessions: each one's count and last
+    activity."""
+    if related is None:
+        return ()
+    return (*related.notes, *((s.id, s.message_count, s.updated_at) for s in related.sessions))

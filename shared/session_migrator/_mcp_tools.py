@@ -29,6 +29,7 @@ from session_migrator._nesting import MAX_NESTING
 if TYPE_CHECKING:
     from session_migrator._fitter import SessionFitter
     from session_migrator._migrate import MigrationResult
+    from session_migrator._related import RecallScope
     from session_migrator._windows import ModelWindow
     from session_migrator.store import BaseSessionStore
 
@@ -92,7 +93,7 @@ class SessionTools:
         self._store_arg = store
         self._store: BaseSessionStore | None = None
         self.max_sessions = max_sessions
-        self._fitters: OrderedDict[tuple[str, str, int | None], SessionFitter] = OrderedDict()
+        self._fitters: OrderedDict[tuple[str, str, int | None, str], SessionFitter] = OrderedDict()
         self._lock = threading.RLock()
 
     # -- models ------------------------------------------------------------------------------
@@ -130,6 +131,8 @@ class SessionTools:
         offset: int = 0,
         limit: int | None = None,
         max_answer_tokens: int = DEFAULT_ANSWER_TOKENS,
+        recall_scope: str = "session",
+        session_id: str | None = None,
     ) -> dict[str, Any]:
         from session_migrator._migrate import migrate
 
@@ -137,13 +140,26 @@ class SessionTools:
         messages = parse_messages(messages_json)
         window = _lookup(target_model, context_window)
         _check_reserve(reserve_output_tokens)
+        scope = _scope(recall_scope)
+        if scope != "session" and session_id is None:
+            raise ArgumentError(
+                f"recall_scope {scope!r} needs session_id: the stored session these messages "
+                "are of, whose user's or workspace's other sessions to recall from"
+            )
         with self._lock:
+            related = None
+            if scope != "session" and session_id is not None:
+                from session_migrator.store import related_sessions
+
+                self._require(session_id)
+                related = related_sessions(self.store, session_id, scope)
             result = migrate(
                 messages,
                 window,
                 strategy=strategy,
                 query=query,
                 reserve_output=reserve_output_tokens,
+                related=related,
             )
         return _result_dict(result, paging, "migrate_session")
 
@@ -214,15 +230,17 @@ class SessionTools:
         offset: int = 0,
         limit: int | None = None,
         max_answer_tokens: int = DEFAULT_ANSWER_TOKENS,
+        recall_scope: str = "session",
     ) -> dict[str, Any]:
         from session_migrator._fitter import SessionFitter
 
         paging = _Paging.checked(include_messages, offset, limit, max_answer_tokens)
         window = _lookup(model, context_window)
         _check_reserve(reserve_output_tokens)
+        scope = _scope(recall_scope)
         with self._lock:
             self._require(session_id)
-            key = (session_id, strategy, reserve_output_tokens)
+            key = (session_id, strategy, reserve_output_tokens, scope)
             fitter = self._fitters.get(key)
             if fitter is None:
                 fitter = SessionFitter(
@@ -230,6 +248,7 @@ class SessionTools:
                     store=self.store,
                     strategy=strategy,
                     reserve_output=reserve_output_tokens,
+                    recall_scope=scope,
                 )
             self._fitters[key] = fitter
             self._fitters.move_to_end(key)
@@ -308,6 +327,15 @@ def _lookup(model: str, context_window: int | None = None) -> ModelWindow:
         if isinstance(exc, SessionMigratorError):
             raise
         raise ArgumentError(f"model: {exc}") from None
+
+
+def _scope(value: str) -> RecallScope:
+    from session_migrator._related import check_scope
+
+    try:
+        return check_scope(value)
+    except ValueError as exc:
+        raise ArgumentError(f"recall_scope: {exc}") from None
 
 
 def _check_reserve(value: int | None) -> None:

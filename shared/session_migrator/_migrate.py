@@ -18,6 +18,7 @@ from session_migrator._fit import Ledger, build_units, paired
 from session_migrator._fits import PendingToolCalls, check_pending, repair_fit
 from session_migrator._messages import Message, Session, as_messages
 from session_migrator._redact import redact_secrets
+from session_migrator._related import RelatedExcerpts, RelatedSession, RelatedSessions
 from session_migrator._result import CompressionResult
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import Compressor, _Strategy, get_strategy, latest_user_text
@@ -158,6 +159,9 @@ class MigrationReport:
     dropped_ids: list[str] = field(default_factory=list)
     summarized_ids: list[str] = field(default_factory=list)
     recalled_ids: list[str] = field(default_factory=list)
+    #: the messages of other sessions sent as excerpts (``migrate(..., related=...)``), by
+    #: session id
+    related_ids: dict[str, list[str]] = field(default_factory=dict)
     truncated_ids: list[str] = field(default_factory=list)
     summary: dict[str, Any] | None = None
     fallbacks: list[str] = field(default_factory=list)
@@ -219,6 +223,7 @@ def migrate(
     extra_reserved: int = 0,
     source_model: str | None = None,
     pending_tool_calls: PendingToolCalls = "drop",
+    related: RelatedSessions | Sequence[RelatedSession] | None = None,
 ) -> MigrationResult:
     """Fit a conversation to ``target``'s input budget.
 
@@ -234,6 +239,12 @@ def migrate(
     :mod:`session_migrator._fits`). ``pending_tool_calls``: ``"drop"`` leaves out the newest
     assistant tool call while its results have not all come (a model rejects it); ``"keep"``
     keeps it, for a caller about to append its results.
+
+    ``related``: other sessions (see :func:`~session_migrator.store.related_sessions`) whose
+    exchanges relevant to the question go with the conversation as dated excerpts, in one
+    library message after the system prompt, within the budget (see
+    :mod:`session_migrator._related`: a conversation that fits still goes over whole, the
+    excerpts in the room it leaves); ``report.related_ids`` says which, by session.
 
     >>> from session_migrator import Message
     >>> result = migrate([Message("user", "hi")], "gpt-4")
@@ -252,6 +263,7 @@ def migrate(
         extra_reserved=extra_reserved,
         source_model=source_model,
         pending_tool_calls=pending_tool_calls,
+        related=related,
     )
 
 
@@ -270,6 +282,7 @@ def _migrate(
     ledger: Ledger | None = None,
     budget_cap: int | None = None,
     pending_tool_calls: PendingToolCalls = "drop",
+    related: RelatedSessions | Sequence[RelatedSession] | None = None,
 ) -> MigrationResult:
     """:func:`migrate`; with ``ledger`` (whose messages these are, counted by ``counter``),
     the session is not counted or split into units again; ``budget_cap`` caps the budget;
@@ -292,6 +305,13 @@ def _migrate(
     keep_pending = check_pending(pending_tool_calls) == "keep"
     counter = counter or default_counter(window)
     compressor = get_strategy(strategy, summarizer=summarizer)
+    found = (
+        RelatedExcerpts(
+            related, messages, query if query is not None else latest_user_text(messages)
+        )
+        if related is not None
+        else None
+    )
     # count first: an online counter learns only while counting whether it fell back to estimates
     costs: list[int] | None = None
     counted_from = 0
@@ -345,8 +365,11 @@ def _migrate(
             report.messages_after = len(repair.messages)
             report.dropped_ids = repair.dropped_ids
             report.notes = repair.notes
+        fitted = MigrationResult(list(messages) if repair is None else repair.messages, report)
+        if found is not None:
+            fitted = found.added_to(fitted, decision.budget.tokens, counter)
         report.seconds = time.perf_counter() - started
-        return MigrationResult(list(messages) if repair is None else repair.messages, report)
+        return fitted
     query = query if query is not None else latest_user_text(messages)
     extra: dict[str, Any] = {}
     if isinstance(compressor, _Strategy):
@@ -358,14 +381,20 @@ def _migrate(
                 messages, costs or [], counted_from=counted_from, keep_pending=keep_pending
             )
         )
-    result = compressor.compress(
-        messages,
-        decision.budget.tokens,
-        counter,
-        query,
-        previous_summary=previous_summary,
-        **extra,
-    )
+    budget = decision.budget.tokens
+    # a question about the past holds back the room of the other sessions' relevant excerpts
+    held = found.reserve(budget, counter) if found is not None else 0
+    try:
+        result = compressor.compress(
+            messages, budget - held, counter, query, previous_summary=previous_summary, **extra
+        )
+    except BudgetError:
+        if not held:
+            raise
+        held = 0  # the excerpts never make a migration fail: the session takes the budget
+        result = compressor.compress(
+            messages, budget, counter, query, previous_summary=previous_summary, **extra
+        )
     report.decision = "compressed"
     problems: list[str] = []
     if isinstance(compressor, _Strategy):
@@ -373,7 +402,7 @@ def _migrate(
             result.tokens if result.tokens is not None else counter.count_messages(result.messages)
         )
     else:  # a compressor of the caller's own: its result is checked, not trusted
-        tokens_after = _checked(compressor, result, decision.budget.tokens, counter)
+        tokens_after = _checked(compressor, result, budget - held, counter)
         problems = [
             f"the result breaks a chat rule: {problem}"
             for problem in chat_rule_violations(result.messages)
@@ -387,8 +416,11 @@ def _migrate(
     report.summary = result.summary.to_dict() if result.summary else None
     report.fallbacks = [redact_secrets(f) for f in result.fallbacks]  # a compressor of one's own
     report.notes = [*result.notes, *problems]
+    fitted = MigrationResult(list(result.messages), report, result.summary)
+    if found is not None:
+        fitted = found.added_to(fitted, budget, counter)
     report.seconds = time.perf_counter() - started
-    return MigrationResult(list(result.messages), report, result.summary)
+    return fitted
 
 
 def _checked(compressor: Compressor, result: object, budget: int, counter: TokenCounter) -> int:

@@ -11,15 +11,20 @@ message that says what to fix, and the server keeps serving):
 - ``model_context_window(model)``: window, input cap, max output, tokenizer, source;
 - ``list_known_models(query?, provider?, limit?)``;
 - ``migrate_session(messages_json, target_model, strategy?, reserve_output_tokens?, query?,
-  context_window?)``: the migration report (decision, tokens before and after, budget, what was
-  dropped) and the messages to send, in OpenAI chat format (without ids or library markers);
+  context_window?, recall_scope?, session_id?)``: the migration report (decision, tokens
+  before and after, budget, what was dropped) and the messages to send, in OpenAI chat format
+  (without ids or library markers);
 - ``session_append(session_id, messages_json, workspace?, idempotency_key?)`` (a workspace
   other than the stored session's is refused), ``session_context(session_id, model,
-  strategy?, query?, reserve_output_tokens?, context_window?)``, ``session_usage(session_id,
-  model, context_window?)``, ``session_list(workspace?)``: the session store (``--store URL``,
-  default the embedded SQLite file under ``SESSION_MIGRATOR_HOME``). ``session_context`` goes
-  through :class:`~session_migrator._fitter.SessionFitter`: cached counts, the rolling summary
-  and the migration log are kept in the store.
+  strategy?, query?, reserve_output_tokens?, context_window?, recall_scope?)``,
+  ``session_usage(session_id, model, context_window?)``, ``session_list(workspace?)``: the
+  session store (``--store URL``, default the embedded SQLite file under
+  ``SESSION_MIGRATOR_HOME``). ``session_context`` goes through
+  :class:`~session_migrator._fitter.SessionFitter`: cached counts, the rolling summary and the
+  migration log are kept in the store.
+
+``recall_scope`` (``user`` or ``workspace``) also recalls from the stored session's other
+sessions (:func:`~session_migrator.store.related_sessions`).
 
 ``context_window`` describes a model the table does not know (or overrides the known window).
 ``migrate_session`` and ``session_context`` page their messages to stay under
@@ -47,6 +52,7 @@ from session_migrator._mcp_tools import (
     jsonable,
     parse_messages,
 )
+from session_migrator._related import RecallScope
 from session_migrator._version import __version__
 
 if TYPE_CHECKING:
@@ -183,6 +189,16 @@ def build_server(
         ),
     ]
     SessionId = Annotated[str, Field(min_length=1, description="The session id in the store.")]
+    Scope = Annotated[
+        RecallScope,
+        Field(
+            description="Where recall looks besides this conversation: 'session' (only here, "
+            "the default), 'user' (the other stored sessions of its user: metadata user_id) "
+            "or 'workspace' (those of its workspace). Their exchanges relevant to the query "
+            "come as dated excerpts in one system message, within the budget; "
+            "report.related_ids names them by session."
+        ),
+    ]
     Window = Annotated[
         int | None,
         Field(
@@ -246,6 +262,15 @@ def build_server(
         offset: Offset = 0,
         limit: Limit = None,
         max_answer_tokens: AnswerTokens = DEFAULT_ANSWER_TOKENS,
+        recall_scope: Scope = "session",
+        session_id: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                description="The stored session these messages are of: for recall_scope "
+                "'user' or 'workspace', whose other sessions to recall from.",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, out.MigrateAnswer]:
         """Fit a conversation to target_model's input budget. If it fits it comes back
         unchanged (decision 'fits'; what a model would reject, such as a tool call without its
@@ -266,6 +291,8 @@ def build_server(
             offset,
             limit,
             max_answer_tokens,
+            recall_scope,
+            session_id,
         )
 
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
@@ -308,6 +335,7 @@ def build_server(
         offset: Offset = 0,
         limit: Limit = None,
         max_answer_tokens: AnswerTokens = DEFAULT_ANSWER_TOKENS,
+        recall_scope: Scope = "session",
     ) -> Annotated[CallToolResult, out.ContextAnswer]:
         """A stored session fitted to a model: the report and the messages to send (OpenAI
         format), paged to stay under max_answer_tokens ('page' says how to get the rest;
@@ -325,6 +353,7 @@ def build_server(
             offset,
             limit,
             max_answer_tokens,
+            recall_scope,
         )
 
     @tool(read_only)

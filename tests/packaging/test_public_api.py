@@ -30,10 +30,14 @@ PUBLIC = {
         "DEFAULT_SLACK", "MARKER_KEY", "Role", "SUMMARY_PROMPT", "TOKENS_PER_MESSAGE",
         "check_slack", "default_counter", "infer_tokenizer", "summary_request", "truncate_text",
         "uses_query",
+        # recall across sessions (docs/strategies.md)
+        "RecallScope", "RelatedSession", "RelatedSessions", "arelated_sessions",
+        "related_sessions",
     ],
     "session_migrator.store": [
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",
-        "SessionInfo", "SessionStore", "StoredSummary", "Usage", "open_store", "usage",
+        "SessionInfo", "SessionStore", "StoredSummary", "Usage", "arelated_sessions", "open_store",
+        "related_sessions", "usage",
     ],
     "session_migrator.importers": [
         "FORMATS", "ImportResult", "PLACEHOLDER_RESULT", "find_session_files",

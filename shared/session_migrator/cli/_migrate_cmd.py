@@ -18,6 +18,7 @@ from session_migrator.cli._common import (
     read_messages_file,
     table,
 )
+from session_migrator.cli._recall_options import add_recall_scope, related_for_file, related_row
 from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
 
 
@@ -45,6 +46,7 @@ def register(sub: Any) -> None:
         "--query", metavar="TEXT", help="what recall looks for (default: the last user message)"
     )
     add_window_option(p, "--to")
+    add_recall_scope(p, from_file=True)
     add_summarizer_options(
         p,
         choices=("extractive", "openai"),
@@ -76,6 +78,7 @@ def run_migrate(args: argparse.Namespace) -> int:
         raise CliError("--reserve-output must not be negative")
     target = resolve_target(args.model, context_window=args.context_window)
     summarizer = summarizer_from_args(args)
+    related = related_for_file(args)
     result = migrate(
         messages,
         target,
@@ -83,6 +86,7 @@ def run_migrate(args: argparse.Namespace) -> int:
         query=args.query,
         summarizer=summarizer,
         reserve_output=args.reserve_output,
+        related=related,
     )
     out_messages = messages_to_openai(result.messages)
     if to_stdout:
@@ -115,6 +119,7 @@ def run_migrate(args: argparse.Namespace) -> int:
         ["dropped", len(rep.dropped_ids)],
         ["summarized", len(rep.summarized_ids)],
         ["recalled", len(rep.recalled_ids)],
+        *([related_row(rep)] if related is not None else []),
         ["cut inside", len(rep.truncated_ids)],
         ["time", f"{rep.seconds * 1000:.1f} ms"],
     ]

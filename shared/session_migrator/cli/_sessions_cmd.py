@@ -35,6 +35,7 @@ from session_migrator.cli._markdown_cmd import (
     check_markdown_options,
     run_markdown_export,
 )
+from session_migrator.cli._recall_options import add_recall_scope, related_from_args
 from session_migrator.store import BaseSessionStore, SessionInfo, _codec, open_store
 
 NATIVE_KEY = "session_migrator_export"
@@ -70,6 +71,7 @@ def register(sub: Any) -> None:
     a.add_argument("--model", metavar="M", help="show the usage of M's window (and fit to it)")
     a.add_argument("--strategy", choices=STRATEGIES, help="show the session fitted to --model")
     add_window_option(a, "--model")
+    add_recall_scope(a)
     a.add_argument("--full", action="store_true", help="show offloaded tool outputs in full")
     a.add_argument("--tail", type=int, metavar="N", help="only the last N messages")
 
@@ -186,6 +188,8 @@ def _one_line(message: Message) -> str:
 def run_show(args: argparse.Namespace) -> int:
     if args.strategy and not args.model:
         raise CliError("--strategy needs --model: the model to fit the session to")
+    if args.recall_scope != "session" and not args.strategy:
+        raise CliError("--recall-scope needs --strategy (and --model): it changes what is sent")
     if args.tail is not None and args.tail < 0:
         raise CliError("--tail must not be negative")
     with _store(args) as store:
@@ -252,7 +256,8 @@ def _fit(store: BaseSessionStore, args: argparse.Namespace, messages: list[Messa
     result = None
     shown = messages
     if args.strategy:
-        result = migrate(messages, window, strategy=args.strategy, counter=counter)
+        related = related_from_args(store, args.session_id, args)
+        result = migrate(messages, window, strategy=args.strategy, counter=counter, related=related)
         shown = result.messages
     return {
         "usage": usage(store, args.session_id, window, strategy=args.strategy),

@@ -17,6 +17,7 @@ test suite. :func:`usage` shows how much of a model's input budget a session tak
 from session_migrator.store._base import BaseSessionStore
 from session_migrator.store._open import open_store
 from session_migrator.store._protocol import SessionStore
+from session_migrator.store._related import arelated_sessions, related_sessions
 from session_migrator.store._types import (
     MessageNotFoundError,
     MigrationRecord,
@@ -35,6 +36,8 @@ __all__ = [
     "SessionStore",
     "StoredSummary",
     "Usage",
+    "arelated_sessions",
     "open_store",
+    "related_sessions",
     "usage",
 ]
