@@ -157,7 +157,9 @@ def test_the_public_surface_is_pinned() -> None:
         "SessionStore",
         "StoredSummary",
         "Usage",
+        "arelated_sessions",
         "open_store",
+        "related_sessions",
         "usage",
     ]
     for name in store_package.__all__:
