@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from llama_index.core.base.llms.types import ChatMessage, LLMMetadata, MessageRole, ToolCallBlock
-from llama_index.core.llms.mock import MockFunctionCallingLLM
-from pydantic import Field, PrivateAttr
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from pydantic import Field
 
 from llamaindex_session_migrator import from_chat_messages
 from session_migrator import TiktokenCounter
+from tests.adapters.llamaindex._recording import FakeFunctionLLM
 
 COUNTER = TiktokenCounter("o200k_base")
 FILLER = "The migration plan covers the schema, the data backfill and the rollback in detail. "
@@ -68,29 +68,13 @@ def langchain_model(name: str, max_input: int, replies: Sequence[AIMessage]) -> 
 # -- LlamaIndex side -----------------------------------------------------------------------------
 
 
-class LlamaIndexModel(MockFunctionCallingLLM):
+class LlamaIndexModel(FakeFunctionLLM):
     """A fake LlamaIndex function-calling model: answers, or calls ``get_weather`` when asked
     about the weather and tools are offered; records every message list it is sent."""
 
-    model_name: str = "gpt-4o-mini"
     context_window: int = 1_500
     num_output: int = 100
     received: list[list[ChatMessage]] = Field(default_factory=list, exclude=True)
-    _calls: int = PrivateAttr(default=0)
-
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-        self.response_generator = self._respond
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(
-            context_window=self.context_window,
-            num_output=self.num_output,
-            model_name=self.model_name,
-            is_chat_model=True,
-            is_function_calling_model=True,
-        )
 
     def _respond(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         self.received.append(list(messages))

@@ -109,18 +109,13 @@ def shape_problems(messages: Sequence[ChatMessage]) -> list[str]:
     return problems
 
 
-class RecordingLLM(MockFunctionCallingLLM):
-    """A fake chat model with tools, of any window: records each request; calls
-    ``get_weather`` when the newest user message asks about the weather, hands off to
-    ``handoff_to`` when it says "clerk" and a handoff tool is offered; else replies
-    ``reply_words`` words."""
+class FakeFunctionLLM(MockFunctionCallingLLM):
+    """llama-index-core's mock function-calling LLM with a window of our choosing, answering
+    through ``_respond(messages, **kwargs)`` (each fake of the suites defines it)."""
 
     model_name: str = "gpt-4o-mini"
     context_window: int = 4096
     num_output: int = 256
-    reply_words: int = 30
-    handoff_to: str | None = None
-    requests: list[Request] = Field(default_factory=list, exclude=True)
     _calls: int = PrivateAttr(default=0)
 
     def __init__(self, **data: Any) -> None:
@@ -136,6 +131,20 @@ class RecordingLLM(MockFunctionCallingLLM):
             is_chat_model=True,
             is_function_calling_model=True,
         )
+
+    def _respond(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        raise NotImplementedError
+
+
+class RecordingLLM(FakeFunctionLLM):
+    """A fake chat model with tools, of any window: records each request; calls
+    ``get_weather`` when the newest user message asks about the weather, hands off to
+    ``handoff_to`` when it says "clerk" and a handoff tool is offered; else replies
+    ``reply_words`` words."""
+
+    reply_words: int = 30
+    handoff_to: str | None = None
+    requests: list[Request] = Field(default_factory=list, exclude=True)
 
     def _respond(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         tools = list(kwargs.get("tools") or [])

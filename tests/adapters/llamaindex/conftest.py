@@ -15,41 +15,25 @@ from typing import Any
 
 import pytest
 from llama_index.core import Settings
-from llama_index.core.base.llms.types import ChatMessage, LLMMetadata, MessageRole, ToolCallBlock
-from llama_index.core.llms.mock import MockFunctionCallingLLM
-from pydantic import Field, PrivateAttr
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from pydantic import Field
 
 from llamaindex_session_migrator import SessionMigratorMemory, from_chat_messages
 from session_migrator import TiktokenCounter
 from session_migrator.store import BaseSessionStore, open_store
+from tests.adapters.llamaindex._recording import FakeFunctionLLM
 
 #: Every fake model is counted with o200k: ``gpt-4o-mini`` names give an exact counter.
 COUNTER = TiktokenCounter("o200k_base")
 
 
-class FakeLLM(MockFunctionCallingLLM):
+class FakeLLM(FakeFunctionLLM):
     """A fake chat model with tools (see the module docstring)."""
 
-    model_name: str = "gpt-4o-mini"
     context_window: int = 2_000
     num_output: int = 100
     reply_words: int = 40
     received: list[list[ChatMessage]] = Field(default_factory=list, exclude=True)
-    _calls: int = PrivateAttr(default=0)
-
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-        self.response_generator = self._respond
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(
-            context_window=self.context_window,
-            num_output=self.num_output,
-            model_name=self.model_name,
-            is_chat_model=True,
-            is_function_calling_model=True,
-        )
 
     def _respond(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         self.received.append(list(messages))
