@@ -72,6 +72,7 @@ _OUTCOME = {1: " (done)", -1: " (failed)", 0: ""}
 #: A sentence's score is weighted by who said it: the user's own words count most.
 ROLE_WEIGHT = {"user": 1.5, "assistant": 1.0, "tool": 0.6, "system": 1.0}
 _SPEAKERS = ("user", "assistant")
+_MAYBE_INJECTED = "< \t\n\r"  # how context a harness put in a user turn begins
 _PATH_GATE = _GATES[3]
 #: What a tool's line is like, names and numbers aside: ``def #(invoice: Invoice) -> Money:``
 _VARYING = re.compile(r"\w*[\d_]\w*")
@@ -120,7 +121,6 @@ class Outline:
         # what settles them
         self._carried = previous is not None and HEADINGS[OPEN] in previous.splitlines()
         self._calls: set[tuple[int, int]] = set()  # (message, call) that are items already
-        self._maybe_paths: list[int] = []  # sentences that may name a file
         #: path -> how it was touched, and the last message that touched it
         self._files: dict[str, tuple[set[str], int]] = {}
         self._speaks = [m.role in _SPEAKERS for m in messages]
@@ -142,15 +142,29 @@ class Outline:
                 for path, action in _paths(call):
                     files[path] = (files.get(path, (set(), 0))[0] | {action}, index)
                     self._calls.add((index, k))
-        # the user and assistant messages with text of their own, and what each says
+        # the user and assistant messages with text of their own, and what each says (a user
+        # turn may be the library's or a harness's: a marker, injected context)
         spoken = [
             i
             for i, m in enumerate(messages)
-            if m.role in _SPEAKERS
-            and bodies[i]
-            and (m.role == "assistant" or (not (m.extra and m.marker) and not injected(bodies[i])))
+            if (role := m.role) in _SPEAKERS
+            and (text := bodies[i])
+            and (
+                role == "assistant"
+                or (
+                    (not m.extra or m.marker is None)
+                    and (text[0] not in _MAYBE_INJECTED or not injected(text))
+                )
+            )
         ]
-        heard = cue_bits([bodies[i] for i in spoken])
+        # of the assistant's, the last before each user turn: its answer (what came before it
+        # in the turn, a tool loop's "Searching for ...", tells neither what was done nor not)
+        user = [messages[i].role == "user" for i in spoken]
+        spoken = [i for k, i in enumerate(spoken) if user[k] or k + 1 == len(spoken) or user[k + 1]]
+        # (an answer says first what was done, or that it failed: its head is read shorter)
+        heard = cue_bits(
+            [bodies[i] if messages[i].role == "user" else bodies[i][:160] for i in spoken]
+        )
         sitting = self._sitting
         pending = self._carried  # a request of this sitting that nothing settled yet
         now = 0  # the sitting
@@ -166,11 +180,10 @@ class Outline:
                 if bits & AGREES and said >= 0 and messages[said].role == "assistant":
                     proposal = bodies[said]
                     if proposes(proposal):
-                        # what the assistant said next tells whether it was carried out
-                        after = next(
-                            (j for j in range(k + 1, len(spoken))
-                             if messages[spoken[j]].role == "assistant"), -1
-                        )  # fmt: skip
+                        # the assistant's answer tells whether it was carried out
+                        after = k + 1 if k + 1 < len(spoken) else -1
+                        if after >= 0 and messages[spoken[after]].role != "assistant":
+                            after = -1
                         told = heard[after] if after >= 0 else 0
                         done = -1 if told & FAILED else 1 if told & DONE else 0
                         text = f"agreed: {one_line(proposal, _ITEM_CHARS)}{_OUTCOME[done]}"
@@ -270,21 +283,11 @@ class Outline:
 
     def add(self, texts: Sequence[str], owners: Sequence[int], scores: Sequence[float]) -> None:
         """Sentences read from the messages (without their labels), with their scores."""
-        start = len(self.texts)
         self.texts.extend(texts)
         self.owners.extend(owners)
         self.scores.extend(scores)
         self.sections.extend([-1] * len(texts))
         self.bare.extend([1] * len(texts))
-        # the sentences of the user and the assistant that may name a path: one search of them
-        # all, then of those hit
-        speaks = self._speaks
-        rows = [k for k, owner in enumerate(owners) if speaks[owner]]
-        said = [texts[k] for k in rows]
-        block = "\n" + "\n".join(said)
-        if _PATH_GATE.search(block):
-            ends = list(accumulate(len(t) + 1 for t in said))
-            self._maybe_paths.extend(start + rows[k] for k in _rows(_PATH_GATE, block, ends))
 
     def call(self, text: str, owner: int, score: float) -> None:
         """A tool call of message ``owner`` (``called name(args)``), a fact of what was done."""
@@ -316,12 +319,19 @@ class Outline:
         return f"- {_day(m)}{text}"
 
     def _mentioned(self) -> None:
-        """The paths the sentences of the user and the assistant name (read, not whole texts)."""
-        for position in self._maybe_paths:
-            for path in PATH.findall(self.texts[position]):
-                self._files.setdefault(path, ({"mentioned"}, self.owners[position]))[0].add(
-                    "mentioned"
-                )
+        """The paths the sentences of the user and the assistant name (read, not whole texts):
+        one search of them all, then of those it hits."""
+        speaks, owners, texts, sections = self._speaks, self.owners, self.texts, self.sections
+        rows = [p for p in range(len(texts)) if sections[p] < 0 and speaks[owners[p]]]
+        said = [texts[p] for p in rows]
+        block = "\n" + "\n".join(said)
+        if not _PATH_GATE.search(block):
+            return
+        ends = list(accumulate(len(t) + 1 for t in said))
+        for row in _rows(_PATH_GATE, block, ends):
+            for path in PATH.findall(said[row]):
+                owner = owners[rows[row]]
+                self._files.setdefault(path, ({"mentioned"}, owner))[0].add("mentioned")
 
     def write(self, max_tokens: int, counter: TokenCounter) -> str:
         """The best items within ``max_tokens`` (each line counted with its newline, a heading
