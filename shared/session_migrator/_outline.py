@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import accumulate, compress
 
 from session_migrator._cues import (
     AGREES,
@@ -75,7 +75,7 @@ _SPEAKERS = ("user", "assistant")
 _MAYBE_INJECTED = "< \t\n\r"  # how context a harness put in a user turn begins
 _PATH_GATE = _GATES[3]
 #: What a tool's line is like, names and numbers aside: ``def #(invoice: Invoice) -> Money:``
-_VARYING = re.compile(r"\w*[\d_]\w*")
+_VARYING = re.compile(r"\b[^\W\d_]*[\d_]\w*")
 
 #: Scores of a rolling summary's earlier items, which come back at every update.
 _memo: DigestMemo[float] = DigestMemo()
@@ -168,9 +168,8 @@ class Outline:
         sitting = self._sitting
         pending = self._carried  # a request of this sitting that nothing settled yet
         now = 0  # the sitting
-        for k, bits in enumerate(heard):
-            if not bits:
-                continue
+        for k in compress(range(len(heard)), heard):  # (most turns say nothing of the kind)
+            bits = heard[k]
             index = spoken[k]
             if sitting[index] != now:
                 now = sitting[index]
@@ -380,10 +379,10 @@ class Outline:
             else:
                 cost = head + remembered_count(counter, text) + 1
                 if used + cost <= max_tokens:
-                    chosen[position] = text
-                    seen.add(text)
                     if shape:
                         shapes.add(shape)
+                    chosen[position] = text
+                    seen.add(text)
                     opened[section] = 1
                     self.sections[position] = section
                     used += cost
