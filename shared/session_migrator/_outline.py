@@ -76,6 +76,10 @@ _MAYBE_INJECTED = "< \t\n\r"  # how context a harness put in a user turn begins
 _PATH_GATE = _GATES[3]
 #: What a tool's line is like, names and numbers aside: ``def #(invoice: Invoice) -> Money:``
 _VARYING = re.compile(r"\b[^\W\d_]*[\d_]\w*")
+#: A fact's values: numbers and identifiers, and names ("The staging port is 6432.")
+_VALUES = re.compile(r"\b[^\W\d_]*[\d_]\w*|\b[A-Z]\w*")
+_WORDS = re.compile(r"[a-z]{3,}.*[a-z]{3,}")
+_SELF = re.compile(r"\b(?:my|our|i am|i'm|call me)\b")
 
 #: Scores of a rolling summary's earlier items, which come back at every update.
 _memo: DigestMemo[float] = DigestMemo()
@@ -293,9 +297,9 @@ class Outline:
         self._item(FACTS, text, owner, score, 1)
 
     def _place(self, position: int) -> int:
-        """The section of a sentence: open work not settled later, a decision, a fact; or -1,
-        nothing a later turn needs (a preference without a subject: "I like the sound of
-        that")."""
+        """The section of a sentence: open work not settled later, a decision, a fact (a value,
+        or what the user says of themselves); or -1, nothing a later turn needs ("I like the
+        sound of that")."""
         text = self.texts[position]
         low = text.lower()
         if TASK.search(low):
@@ -305,6 +309,8 @@ class Outline:
             return DECISIONS
         if FACTLIKE.search(text):
             return FACTS
+        if _SELF.search(low) and self.messages[self.owners[position]].role == "user":
+            return FACTS  # what the user says of themselves ("I'm allergic to kiwi")
         return -1
 
     def _line(self, position: int) -> str:
@@ -335,6 +341,18 @@ class Outline:
     def write(self, max_tokens: int, counter: TokenCounter) -> str:
         """The best items within ``max_tokens`` (each line counted with its newline, a heading
         once), under their headings, each section in the conversation's order."""
+        self._file_items()
+        chosen = self._pick(max_tokens, counter)
+        lines: list[str] = []
+        for section, heading in enumerate(HEADINGS):
+            picked = [p for p in chosen if self.sections[p] == section]
+            if picked:
+                lines.append(heading)
+                picked.sort(key=lambda p: (self.owners[p], p))
+                lines.extend(chosen[p] for p in picked)
+        return "\n".join(lines)
+
+    def _file_items(self) -> None:
         self._mentioned()
         files = self._files
         names = {p.rsplit("/", 1)[-1]: p for p in files if "/" in p}
@@ -344,13 +362,17 @@ class Outline:
             done = actions_text(actions)
             score = max(_FILE_SCORES.get(a, 1.5) for a in actions)
             self._item(FILES, f"`{path}`: {done}", owner, score)
-        # best first; ties newest first (a reversed sort keeps equal keys in order), so that
-        # when a fact changed and only one version fits, the newest wins
+
+    def _pick(self, max_tokens: int, counter: TokenCounter) -> dict[int, str]:
+        """The items chosen, best first (ties in the conversation's order: a reversed sort keeps
+        equal keys in order), by position, each with its line."""
         scores = self.scores
-        ranking = sorted(range(len(scores) - 1, -1, -1), key=scores.__getitem__, reverse=True)
+        ranking = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
         chosen: dict[int, str] = {}
+        costs: dict[int, int] = {}
         seen: set[str] = set()
         shapes: set[str] = set()  # of the tool output lines chosen (logs repeat, numbers aside)
+        frames: dict[str, int] = {}  # a chosen fact or decision without its values -> the newest
         opened = [0] * len(HEADINGS)
         used = misses = 0
         messages, owners, bare = self.messages, self.owners, self.bare
@@ -372,33 +394,52 @@ class Outline:
             text = self._line(position)
             if text in seen:
                 continue
+            frame = self._frame(position) if section <= FACTS and not shape else ""
+            older = frames.get(frame, -1) if frame else -1
             head = 0 if opened[section] else remembered_count(counter, HEADINGS[section]) + 1
             # a lower bound (one token per 8 characters) skips lines that cannot fit, untokenized
-            if used + head + len(text) // 8 + 1 > max_tokens:
-                misses += 1
-            else:
+            cost = len(text) // 8 + 1 + head
+            if used + cost <= max_tokens or older >= 0:
                 cost = head + remembered_count(counter, text) + 1
+                if (
+                    used + cost > max_tokens
+                    and older >= 0
+                    and owners[older] < owner
+                    and scores[older] <= scores[position]
+                    and used - costs[older] + cost <= max_tokens
+                ):
+                    # the same fact with another value, said later, of the same weight: where
+                    # both do not fit, the newer one takes the older one's place
+                    used -= costs.pop(older)
+                    seen.discard(chosen.pop(older))
                 if used + cost <= max_tokens:
                     if shape:
                         shapes.add(shape)
+                    if frame and (older < 0 or owners[older] < owner):
+                        frames[frame] = position
                     chosen[position] = text
+                    costs[position] = cost
                     seen.add(text)
                     opened[section] = 1
                     self.sections[position] = section
                     used += cost
                     misses = 0
                     continue
-                misses += 1
+            misses += 1
             if misses >= _MAX_MISSES or used >= max_tokens - 4:
                 break
-        lines: list[str] = []
-        for section, heading in enumerate(HEADINGS):
-            picked = [p for p in chosen if self.sections[p] == section]
-            if picked:
-                lines.append(heading)
-                picked.sort(key=lambda p: (self.owners[p], p))
-                lines.extend(chosen[p] for p in picked)
-        return "\n".join(lines)
+        return chosen
+
+    def _frame(self, position: int) -> str:
+        """What an item says without its values (numbers, identifiers, names), to tell the same
+        fact said again with another value: "" when it holds no value or little else."""
+        text = self.texts[position]
+        if self.owners[position] < 0:
+            text = _body(text)[1]
+        if text.startswith("agreed: "):
+            text = text[8:]
+        frame = _VALUES.sub("#", text)
+        return frame if frame != text and _WORDS.search(frame) else ""
 
 
 def _body(line: str) -> tuple[str, str]:
