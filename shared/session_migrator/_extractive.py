@@ -1,35 +1,30 @@
-"""The offline extractive summarizer: the sentences a later turn is most likely to need.
+"""The offline extractive summarizer: what the cut part decided, the facts it holds, the work
+it left open and the files it touched, in the words that were said.
 
-See :class:`ExtractiveSummarizer` for what it keeps and how much of a long input it reads.
+See :class:`ExtractiveSummarizer` for what it keeps and how much of a long input it reads, and
+:mod:`session_migrator._outline` for how the summary is grouped and written.
 """
 
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Mapping, Sequence
 from itertools import compress
 
 from session_migrator._messages import Message
-from session_migrator._sentences import _score, _score_lines, _split
-from session_migrator._tokens import DigestMemo, TokenCounter, remembered_count
+from session_migrator._outline import ROLE_WEIGHT, Outline
+from session_migrator._sentences import _score_lines, _split
+from session_migrator._tokens import TokenCounter
 
 __all__ = ["ExtractiveSummarizer"]
 
 
-_ROLE_WEIGHT = {"user": 1.5, "assistant": 1.0, "tool": 0.6, "system": 1.0}
 _MAX_SENTENCE_CHARS = 320
 
-
-_MAX_MISSES = 48
 #: Sentences read from the head and from the tail of a tool output (logs and files repeat).
 _TOOL_SENTENCES = 12
 #: Sentences scored per joined block (bounds the block's size, not the result).
 _BLOCK_SENTENCES = 4096
-
-
-#: Sentence scores of a rolling summary's earlier lines, which come back at every update.
-_memo: DigestMemo[float] = DigestMemo()
 
 #: Reading shares by role, against 1 for the others: user text carries names, preferences and
 #: decisions; tool outputs repeat.
@@ -88,13 +83,24 @@ def _read(text: str, allowance: float, *, tool: bool) -> tuple[list[str], bool]:
 
 
 class ExtractiveSummarizer:
-    """An offline summarizer that keeps the sentences a later turn is most likely to need.
+    """An offline summarizer that says what happened: the decisions, facts, open tasks and files
+    a later turn is most likely to need, one line each, grouped under ``Decisions:``,
+    ``Facts:``, ``Open tasks:`` and ``Files:``, within ``max_tokens``. Deterministic.
 
-    Each line is labelled with who said it and, where the message carries a time, the day
-    (``- [user, 3 Mar 2026] ...``). Each sentence is scored by what it holds (numbers and
-    dates, names, decisions, preferences, open tasks, paths and identifiers, addresses),
-    weighted by role (the user's own words count most); the best ones are kept in their original
-    order within ``max_tokens``. Tool calls are kept as ``called name(args)``. Deterministic.
+    Each line is dated by the day it was said, where the message carries a time, and labelled
+    with who said it (``- [Mon 2026-03-02] user: ...``). What the conversation's shape tells
+    comes first: a proposal the user said yes to, with what became of it (``agreed: ... (done)``;
+    the last one agreed to, so a changed booking shows its final value), the requests nothing
+    settled later in the same sitting (an hour's pause starts another), the newest to-do list's
+    unfinished items, the files the tool calls read, edited or wrote. Then the sentences, each
+    scored by what it holds (numbers and dates, names, decisions, preferences, open tasks,
+    paths and identifiers, addresses) and weighted by role (the user's own words count most); a
+    sentence goes under Decisions, Facts or Open tasks by its words, and one with no fact in it
+    ("I like the sound of that") is left out. A tool call that names no file is kept as
+    ``called name(args)``. Within a section the items keep the conversation's order; when two
+    score the same and only one fits, the newer one is kept (a changed fact keeps its newest
+    value, and both show, in order, when there is room). A rolling summary (``previous``) keeps
+    its items under their headings, with a bonus: the new ones join them.
 
     Reading is bounded, so that a summary costs about what it can hold, not what it covers: at
     most ``max(min_read_chars, read_per_token * max_tokens)`` characters of message text are
@@ -107,7 +113,8 @@ class ExtractiveSummarizer:
     assistant's and a tool output's half; a role with share 0 is not read). A tool output is
     read by at most its first and last 12 sentences either way. Candidates that score nothing
     are dropped as they are scored and lines are built only for the candidates the pick visits,
-    so memory follows the reading budget, not the input.
+    so memory follows the reading budget, not the input. The shape is read from every message's
+    first 300 characters, in one scan of them all.
 
     >>> from session_migrator import Message, TiktokenCounter
     >>> s = ExtractiveSummarizer()
@@ -146,24 +153,12 @@ class ExtractiveSummarizer:
         counter: TokenCounter,
         previous: str | None = None,
     ) -> str:
-        # candidates in their original order, as parallel arrays: the text (a previous line
-        # whole, else without its "- [label] " prefix), the message it comes from (-1 for a
-        # previous line) and the score; lines are built only for the candidates the pick visits
-        texts: list[str] = []
-        owners = array("q")
-        scores = array("d")
-        if previous:
-            for kept in previous.splitlines():
-                kept = kept.strip()
-                if kept.startswith("- "):
-                    # earlier picks keep a bonus: they were already judged worth keeping
-                    texts.append(kept)
-                    owners.append(-1)
-                    scores.append(_memo.get(kept, _score) + 1.0)
-        shares = [self.shares.get(m.role, 1.0) for m in messages]
         bodies = [m.text for m in messages]  # a message of parts joins them: once
+        outline = Outline(messages, bodies, previous)
+        consumed = outline.consumed
+        shares = [self.shares.get(m.role, 1.0) for m in messages]
         cap = _reading_cap([len(b) for b in bodies], shares, self.read_budget(max_tokens))
-        weights = [_ROLE_WEIGHT.get(m.role, 1.0) for m in messages]
+        weights = [ROLE_WEIGHT.get(m.role, 1.0) for m in messages]
         # the sentences read wait to be scored a block at a time (the tool calls met meanwhile
         # wait beside them, each with how many sentences came before it); only what scores is kept
         waiting: list[str] = []
@@ -178,18 +173,18 @@ class ExtractiveSummarizer:
                 )
             ]
             mask = [score > 0 for score in scored]
-            texts.extend(compress(waiting[start:stop], mask))
-            owners.extend(compress(waiting_owners[start:stop], mask))
-            scores.extend(compress(scored, mask))
+            outline.add(
+                list(compress(waiting[start:stop], mask)),
+                list(compress(waiting_owners[start:stop], mask)),
+                list(compress(scored, mask)),
+            )
 
         def flush() -> None:
             computed = _score_lines(waiting)
             done = 0
             for before, text, owner in calls:
                 keep(done, before, computed)
-                texts.append(text)
-                owners.append(owner)
-                scores.append(2.5)
+                outline.call(text, owner, 2.5)
                 done = before
             keep(done, len(waiting), computed)
             waiting.clear()
@@ -197,13 +192,15 @@ class ExtractiveSummarizer:
             calls.clear()
 
         for index, message in enumerate(messages):
-            for call in message.tool_calls:
+            for k, call in enumerate(message.tool_calls):
+                if not outline.keeps_call(index, k):
+                    continue
                 args = (
                     call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
                 )
                 calls.append((len(waiting), f"called {call.name}({args})", index))
             text = bodies[index]
-            if not text:
+            if not text or index in consumed:
                 continue
             share = shares[index]
             parts, clean = _read(
@@ -223,39 +220,4 @@ class ExtractiveSummarizer:
             if len(waiting) >= _BLOCK_SENTENCES:
                 flush()
         flush()
-
-        def line(position: int) -> str:
-            owner = owners[position]
-            if owner < 0:
-                return texts[position]
-            m = messages[owner]
-            label = m.role if not m.name else f"{m.role}:{m.name}"
-            if m.timestamp is not None:  # when it was said: a summary says what happened when
-                label += f", {m.timestamp.day} {m.timestamp:%b %Y}"
-            return f"- [{label}] {texts[position]}"
-
-        # best first, ties in their original order (a reversed sort keeps equal keys in order)
-        ranking = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
-        chosen: dict[int, str] = {}
-        seen: set[str] = set()
-        used = 0
-        misses = 0
-        for position in ranking:
-            text = line(position)
-            if text in seen:
-                continue
-            # a lower bound (one token per 8 characters) skips lines that cannot fit, untokenized
-            if used + len(text) // 8 + 1 > max_tokens:
-                misses += 1
-            else:
-                cost = remembered_count(counter, text) + 1
-                if used + cost <= max_tokens:
-                    chosen[position] = text
-                    seen.add(text)
-                    used += cost
-                    misses = 0
-                    continue
-                misses += 1
-            if misses >= _MAX_MISSES or used >= max_tokens - 4:
-                break
-        return "\n".join(chosen[position] for position in sorted(chosen))
+        return outline.write(max_tokens, counter)

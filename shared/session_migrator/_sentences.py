@@ -23,8 +23,8 @@ _SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
     (re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]{2,}"), 1.0),  # names (not sentence-initial)
     (
         re.compile(
-            r"\b(decid|agree|chose|choos|go(ing)? with|settled|final|confirm|approv|let'?s|"
-            r"we'?ll|will use|switch(ed)? to|instead)",
+            r"\b(decid|decision|agree|chose|choos|go(ing)? with|settled|final|confirm|approv|"
+            r"let'?s|we'?ll|will use|switch(ed)? to|instead)",
             re.I,
         ),
         2.0,
@@ -57,8 +57,8 @@ _SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
 # with re.I are pre-checked on the lower-cased sentence only when it is ASCII, where lower()
 # folds case as re.I does.
 _DECIDE = (
-    "decid", "agree", "chose", "choos", "go with", "going with", "settled", "final", "confirm",
-    "approv", "let", "we'll", "well", "will use", "switch", "instead",
+    "decid", "decision", "agree", "chose", "choos", "go with", "going with", "settled", "final",
+    "confirm", "approv", "let", "we'll", "well", "will use", "switch", "instead",
 )  # fmt: skip
 _PREFER = ("prefer", "favo", "like", "hate", "always", "never", "want")
 _TASK = (
@@ -175,7 +175,8 @@ _neutral = _Neutral()
 # signal (no two signals share one).
 _KEYWORDS: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = (
     (2, (
-        ("decid", ""), ("agree", ""), ("chose", ""), ("choos", ""), ("go", " with"),
+        ("decid", ""), ("decision", ""), ("agree", ""), ("chose", ""), ("choos", ""),
+        ("go", " with"),
         ("going", " with"), ("settled", ""), ("final", ""), ("confirm", ""), ("approv", ""),
         ("let", "'?s"), ("we", "'?ll"), ("will", " use"), ("switch", " to"),
         ("switched", " to"), ("instead", ""),

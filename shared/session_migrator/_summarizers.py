@@ -1,10 +1,10 @@
 """Summarizers: turn the cut part of a conversation into a short text.
 
-- :class:`ExtractiveSummarizer` needs no model: it keeps the sentences most likely to matter
-  later (names, numbers, dates, decisions, preferences, open tasks, file paths, identifiers),
-  in their original order, within the token limit. It reads at most a budget proportional to
-  the summary's size (long messages by their head and tail), so its cost does not grow with
-  the conversation.
+- :class:`ExtractiveSummarizer` needs no model: it says what happened, grouped and dated
+  (decisions and the proposals agreed to, facts: names, numbers, dates, identifiers, paths;
+  open tasks; files touched), in the words that were said, within the token limit. It reads at
+  most a budget proportional to the summary's size (long messages by their head and tail), so
+  its cost grows little with the conversation.
 - :class:`OpenAISummarizer` asks any OpenAI-compatible ``/chat/completions`` endpoint through the
   official ``openai`` SDK (extra ``[openai]``).
 

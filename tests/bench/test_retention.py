@@ -3,22 +3,15 @@ kind of question, and measures what the yardsticks keep (behaviour, not timing).
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from benchmarks import retention
+from tests._sgd import sgd_dialogues
 
 
 @pytest.fixture(scope="module")
 def dialogues() -> list[retention.Dialogue]:
-    try:
-        path = retention.data_dir()
-    except FileNotFoundError:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip("the SGD dev split is not beside the repository (../shared/data/sgd/dev)")
-    return retention.load_dialogues(path)
+    return sgd_dialogues()
 
 
 def test_the_corpus_is_read_whole(dialogues: list[retention.Dialogue]) -> None:

@@ -3,7 +3,7 @@
 - the block scoring gives, sentence for sentence, the scores by definition (:func:`_score_all`);
 - the faster sentence splits give the sentences the plain split gives;
 - an input within the reading budget is summarized as reading everything would (a plain
-  reference implementation, the summarizer as it was before reading was bounded);
+  reference reading, the summarizer's as it was before reading was bounded);
 - a longer one is read within the budget: every message, the long ones by head and tail.
 """
 
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from session_migrator import Message, ToolCall
 from session_migrator import _extractive as summarizers
 from session_migrator._extractive import ExtractiveSummarizer, _reading_cap
+from session_migrator._outline import Outline
 from session_migrator._sentences import (
     _SENTENCE,
     _SENTENCE_SCAN,
@@ -29,7 +30,8 @@ from session_migrator._sentences import (
 from session_migrator._tokens import TiktokenCounter, TokenCounter
 
 PIECES = [
-    "we decided", "Going with", "go  with", "let's", "lets", "we'll", "WILL USE", "switched to",
+    "we decided", "Decision:", "decisions", "Going with", "go  with", "let's", "lets", "we'll",
+    "WILL USE", "switched to",
     "switch todo", "instead", "prefer", "favourite", "dislike", "don't want", "dont want",
     "TODO", "to-do", "to-dont want", "need to", "must", "follow-up", "followXup", "follow up",
     "open question", "my name", "my names", "I am", "I'm", "i amx", "call me", "call meal", "our",
@@ -100,18 +102,19 @@ def test_the_faster_splits_give_the_same_sentences(text: str) -> None:
 def _reference(
     messages: Sequence[Message], max_tokens: int, counter: TokenCounter, previous: str | None
 ) -> str:
-    """The extractive summary by definition: every sentence read and scored."""
-    candidates: list[tuple[float, str]] = []
-    for line in (previous or "").splitlines():
-        line = line.strip()
-        if line.startswith("- "):
-            candidates.append((_score_all(line) + 1.0, line))
-    for message in messages:
+    """The extractive summary by definition: every sentence read and scored, then handed to
+    the outline (which picks and writes them) one by one."""
+    outline = Outline(messages, [m.text for m in messages], previous)
+    for index, message in enumerate(messages):
         weight = {"user": 1.5, "assistant": 1.0, "tool": 0.6, "system": 1.0}[message.role]
-        label = message.role if not message.name else f"{message.role}:{message.name}"
-        for call in message.tool_calls:
-            args = call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
-            candidates.append((2.5, f"- [{label}] called {call.name}({args})"))
+        for k, call in enumerate(message.tool_calls):
+            if outline.keeps_call(index, k):
+                args = (
+                    call.arguments if len(call.arguments) <= 160 else call.arguments[:160] + "..."
+                )
+                outline.call(f"called {call.name}({args})", index, 2.5)
+        if index in outline.consumed:
+            continue
         parts = _SENTENCE.split(message.text)
         if message.role == "tool" and len(parts) > 24:
             parts = parts[:12] + parts[-12:]
@@ -123,26 +126,8 @@ def _reference(
                 sentence = sentence[:317] + "..."
             score = _score_all(sentence) * weight
             if score > 0:
-                candidates.append((score, f"- [{label}] {sentence}"))
-    ranking = sorted(range(len(candidates)), key=lambda k: candidates[k][0], reverse=True)
-    chosen: list[int] = []
-    seen: set[str] = set()
-    used = misses = 0
-    for position in ranking:
-        line = candidates[position][1]
-        if line in seen:
-            continue
-        cost = counter.count_text(line) + 1
-        if used + len(line) // 8 + 1 <= max_tokens and used + cost <= max_tokens:
-            chosen.append(position)
-            seen.add(line)
-            used += cost
-            misses = 0
-            continue
-        misses += 1
-        if misses >= 48 or used >= max_tokens - 4:
-            break
-    return "\n".join(candidates[k][1] for k in sorted(chosen))
+                outline.add([sentence], [index], [score])
+    return outline.write(max_tokens, counter)
 
 
 COUNTER = TiktokenCounter()
