@@ -83,6 +83,7 @@ _SELF = re.compile(r"\b(?:my|our|i am|i'm|call me)\b")
 
 #: Scores of a rolling summary's earlier items, which come back at every update.
 _memo: DigestMemo[float] = DigestMemo()
+_frames: DigestMemo[str] = DigestMemo()
 
 
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -434,12 +435,16 @@ class Outline:
         """What an item says without its values (numbers, identifiers, names), to tell the same
         fact said again with another value: "" when it holds no value or little else."""
         text = self.texts[position]
-        if self.owners[position] < 0:
-            text = _body(text)[1]
-        if text.startswith("agreed: "):
-            text = text[8:]
-        frame = _VALUES.sub("#", text)
-        return frame if frame != text and _WORDS.search(frame) else ""
+        if self.owners[position] < 0:  # (a previous item comes back at every update)
+            return _frames.get(text, lambda line: _frame(_body(line)[1]))
+        return _frame(text)
+
+
+def _frame(text: str) -> str:
+    if text.startswith("agreed: "):
+        text = text[8:]
+    frame = _VALUES.sub("#", text)
+    return frame if frame != text and _WORDS.search(frame) else ""
 
 
 def _body(line: str) -> tuple[str, str]:
