@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from itertools import compress
 
 from session_migrator._messages import Message
-from session_migrator._outline import ROLE_WEIGHT, Outline
+from session_migrator._outline import Outline
+from session_migrator._outline_items import ROLE_WEIGHT
 from session_migrator._sentences import _score_lines, _split
 from session_migrator._tokens import TokenCounter
 

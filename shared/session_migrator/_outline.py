@@ -51,10 +51,21 @@ from session_migrator._notes import (
     last_todo_list,
     one_line,
 )
-from session_migrator._sentences import _GATES, _rows, _score, _score_lines
+from session_migrator._outline_items import (
+    AGREED,
+    FILE_SCORES,
+    REQUEST,
+    SCORERS,
+    TODO,
+    body_of,
+    dated,
+    frame_of,
+    label_of,
+)
+from session_migrator._sentences import _GATES, _rows, _score_lines
 from session_migrator._tokens import DigestMemo, TokenCounter, remembered_count
 
-__all__ = ["HEADINGS", "ROLE_WEIGHT", "Outline"]
+__all__ = ["HEADINGS", "Outline"]
 
 DECISIONS, FACTS, OPEN, FILES = range(4)
 HEADINGS = ("Decisions:", "Facts:", "Open tasks:", "Files:")
@@ -62,40 +73,19 @@ _SECTION_OF = {heading: k for k, heading in enumerate(HEADINGS)}
 #: Longest item, in characters (a whole proposal or request; a sentence is cut shorter).
 _ITEM_CHARS = 300
 _MAX_MISSES = 48
-#: Scores of the items found from the conversation's shape (a sentence scores by what it holds,
-#: about 2 to 10): an agreed proposal and an open request come before most sentences.
-_AGREED, _REQUEST, _TODO = 4.0, 6.0, 7.0
-_FILE_SCORES = {"created": 4.0, "edited": 4.0, "written": 4.0, "deleted": 4.0, "read": 2.0}
 #: Previous items keep a bonus: they were already judged worth keeping.
 _KEPT = 1.0
 _OUTCOME = {1: " (done)", -1: " (failed)", 0: ""}
-#: A sentence's score is weighted by who said it: the user's own words count most.
-ROLE_WEIGHT = {"user": 1.5, "assistant": 1.0, "tool": 0.6, "system": 1.0}
 _SPEAKERS = ("user", "assistant")
 _MAYBE_INJECTED = "< \t\n\r"  # how context a harness put in a user turn begins
 _PATH_GATE = _GATES[3]
 #: What a tool's line is like, names and numbers aside: ``def #(invoice: Invoice) -> Money:``
 _VARYING = re.compile(r"\b[^\W\d_]*[\d_]\w*")
-#: A fact's values: numbers and identifiers, and names ("The staging port is 6432.")
-_VALUES = re.compile(r"\b[^\W\d_]*[\d_]\w*|\b[A-Z]\w*")
-_WORDS = re.compile(r"[a-z]{3,}.*[a-z]{3,}")
 _SELF = re.compile(r"\b(?:my|our|i am|i'm|call me)\b")
 
 #: Scores of a rolling summary's earlier items, which come back at every update.
 _memo: DigestMemo[float] = DigestMemo()
-
-
-_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-
-
-def _day(message: Message) -> str:
-    """``[Mon 2026-01-12] `` when the message has a time (the weekday, for "next Tuesday")."""
-    when = message.timestamp
-    return "" if when is None else f"[{_WEEKDAYS[when.weekday()]} {when:%Y-%m-%d}] "
-
-
-def _label(message: Message) -> str:
-    return message.role if not message.name else f"{message.role}:{message.name}"
+_frames: DigestMemo[str] = DigestMemo()
 
 
 class Outline:
@@ -190,7 +180,7 @@ class Outline:
                         told = heard[after] if after >= 0 else 0
                         done = -1 if told & FAILED else 1 if told & DONE else 0
                         text = f"agreed: {one_line(proposal, _ITEM_CHARS)}{_OUTCOME[done]}"
-                        self._item(DECISIONS, text, said, _AGREED)
+                        self._item(DECISIONS, text, said, AGREED)
                         self._consume(said, text)
                 if bits & CLOSES:
                     self._settle(index)
@@ -204,7 +194,7 @@ class Outline:
         for index in requests:
             if not self.settled(index):
                 text = "user: " + one_line(bodies[index], _ITEM_CHARS)
-                self._item(OPEN, text, index, _REQUEST)
+                self._item(OPEN, text, index, REQUEST)
                 self._consume(index, text)
         # what they hold adds to their scores (halved for a request: asking is what counts)
         for position, score in enumerate(_score_lines(self.texts)):
@@ -212,7 +202,7 @@ class Outline:
         where, todo = last_todo_list(messages)
         for text, status in todo:
             suffix = " (in progress)" if status == "in_progress" else ""
-            self._item(OPEN, f"to-do: {one_line(text, _ITEM_CHARS)}{suffix}", where, _TODO)
+            self._item(OPEN, f"to-do: {one_line(text, _ITEM_CHARS)}{suffix}", where, TODO)
 
     def _consume(self, index: int, text: str) -> None:
         """Message ``index`` is an item (``text``): its sentences are not read, the files it
@@ -247,7 +237,7 @@ class Outline:
     def _previous(self, previous: str) -> None:
         section = FACTS  # an item under no heading (a summary written before there were any)
         fresh = [i for i, m in enumerate(self.messages) if m.timestamp is not None]
-        first_day = _day(self.messages[fresh[0]]) if fresh else ""
+        first_day = dated(self.messages[fresh[0]]) if fresh else ""
         # the first sitting of the new messages continues the previous one's last (same day,
         # or no times): what it settles, it settles for the previous items too
         settles = bool(self._settled_after) and min(self._settled_after) == 0
@@ -268,7 +258,7 @@ class Outline:
                     continue  # a newer to-do list replaces it
                 if settles and (not day or day == first_day):
                     continue
-            score = _memo.get(line, _SCORERS[section], str(section))
+            score = _memo.get(line, SCORERS[section], str(section))
             self._item(section, line, -1, score + _KEPT)
 
     def _merged_file(self, line: str) -> bool:
@@ -320,8 +310,8 @@ class Outline:
             return text
         m = self.messages[owner]
         if self.bare[position]:
-            text = f"{_label(m)}: {text}"
-        return f"- {_day(m)}{text}"
+            text = f"{label_of(m)}: {text}"
+        return f"- {dated(m)}{text}"
 
     def _mentioned(self) -> None:
         """The paths the sentences of the user and the assistant name (read, not whole texts):
@@ -360,7 +350,7 @@ class Outline:
             if actions == {"mentioned"} and "/" not in path and path in names:
                 continue  # "invoices.py", named in passing, is the ledgerd/repos/invoices.py read
             done = actions_text(actions)
-            score = max(_FILE_SCORES.get(a, 1.5) for a in actions)
+            score = max(FILE_SCORES.get(a, 1.5) for a in actions)
             self._item(FILES, f"`{path}`: {done}", owner, score)
 
     def _pick(self, max_tokens: int, counter: TokenCounter) -> dict[int, str]:
@@ -434,51 +424,9 @@ class Outline:
         """What an item says without its values (numbers, identifiers, names), to tell the same
         fact said again with another value: "" when it holds no value or little else."""
         text = self.texts[position]
-        if self.owners[position] < 0:
-            text = _body(text)[1]
-        if text.startswith("agreed: "):
-            text = text[8:]
-        frame = _VALUES.sub("#", text)
-        return frame if frame != text and _WORDS.search(frame) else ""
-
-
-def _body(line: str) -> tuple[str, str]:
-    """A written item's label (``user``, ``agreed``, ...; "" for none) and text, without its
-    ``- `` and its date (an item of an older summary, ``- [user, 3 Mar 2026] ...``, has its
-    label in the brackets)."""
-    body = line[2:]
-    label = ""
-    if body.startswith("[") and "] " in body:
-        inside, body = body[1 : body.index("] ")], body[body.index("] ") + 2 :]
-        if "," in inside:
-            label = inside.split(",")[0].strip()
-    head, colon, rest = body.partition(": ")
-    if colon and not label and head.replace(":", "").replace("-", "").isalnum():
-        label, body = head, rest
-    return label.split(":")[0], body
-
-
-def _kept_sentence(line: str) -> float:
-    """What a previous sentence item scores as it did when it was read."""
-    label, body = _body(line)
-    if label == "agreed":
-        return _AGREED + _score(body)
-    if label == "to-do":
-        return _TODO
-    return _score(body) * ROLE_WEIGHT.get(label, 1.0)
-
-
-def _kept_request(line: str) -> float:
-    label, body = _body(line)
-    return _TODO if label == "to-do" else _REQUEST + _score(body) / 2
-
-
-def _kept_file(line: str) -> float:
-    actions = line[line.find("`: ") + 3 :].split(", ")
-    return max(_FILE_SCORES.get(a.strip(), 1.5) for a in actions)
-
-
-_SCORERS = (_kept_sentence, _kept_sentence, _kept_request, _kept_file)
+        if self.owners[position] < 0:  # (a previous item comes back at every update)
+            return _frames.get(text, lambda line: frame_of(body_of(line)[1]))
+        return frame_of(text)
 
 
 def _decides(text: str, low: str) -> bool:
