@@ -95,14 +95,15 @@ def reset_counts() -> None:
     remembered sentence scores and recall's remembered word stems, so that nothing counted,
     scored or stemmed is cached in the process.
     """
-    from session_migrator import _extractive, _fts, _tokens
+    from session_migrator import _fts, _outline, _tokens
 
     with _tokens._registry_lock:
         _tokens._tiktoken_counters.clear()
         _tokens._estimating.clear()
         _tokens._heuristic.clear()
     _tokens._text_counts.clear()
-    _extractive._memo.clear()
+    _outline._memo.clear()
+    _outline._frames.clear()
     _fts._stem_memo.clear()
 
 
