@@ -23,7 +23,7 @@ from session_migrator._messages import Message
 from session_migrator._result import CompressionResult, broken_note, latest_user_text
 from session_migrator._steady import Steady, again, ids_without
 from session_migrator._summarizers import Summarizer, Summary
-from session_migrator._tiers import give_back, shrink_tool_outputs
+from session_migrator._tiers import give_back, not_larger, shrink_tool_outputs
 from session_migrator._tokens import REPLY_PRIMING, TokenCounter
 from session_migrator._when import about_the_past, day_tokens, when_line
 
@@ -116,7 +116,7 @@ class _Engine:
                     self, held, messages, layout, system_cost, budget, counter, search, searched
                 )
                 if reused is not None:
-                    return _with_shrunk(reused, originals) if originals else reused
+                    return _with_shrunk(reused, originals, counter) if originals else reused
 
         extra_room = self._extras_reserve(available, summary_share, recall_share)
         reserve = int((available - extra_room) * layout.slack) if keeps is not None else 0
@@ -263,7 +263,7 @@ class _Engine:
         if originals and keeps is None:
             return _given_back(result, originals, budget, counter)
         if originals:  # a kept cut's free room stays free (its slack): nothing is given back
-            result = _with_shrunk(result, originals)
+            result = _with_shrunk(result, originals, counter)
         if keeps is None:
             return result
         if span is None or recent.truncated_ids or recent.cut != (range(recent.first_unit),):
@@ -410,15 +410,21 @@ def _given_back(
     if tokens > budget:  # pragma: no cover - counts add up per message; a safeguard
         sent, whole, tokens = result.messages, set(), total
     shrunk = {k: v for k, v in originals.items() if k not in whole}
-    return _with_shrunk(replace(result, messages=sent, tokens=tokens), shrunk)
+    return _with_shrunk(replace(result, messages=sent, tokens=tokens), shrunk, counter)
 
 
-def _with_shrunk(result: CompressionResult, originals: dict[str, Message]) -> CompressionResult:
-    """``result`` with its shrunk tool outputs reported as cut inside."""
+def _with_shrunk(
+    result: CompressionResult, originals: dict[str, Message], counter: TokenCounter
+) -> CompressionResult:
+    """``result`` with its shrunk tool outputs reported as cut inside, and any that saves no
+    token (a recalled one the layout did not count) sent whole instead."""
+    sent, tokens = not_larger(result.messages, originals, counter)
     truncated = list(result.truncated_ids)
     seen = set(truncated)
-    truncated += [m.id for m in result.messages if m.id in originals and m.id not in seen]
-    return replace(result, truncated_ids=truncated)
+    truncated += [
+        m.id for m in sent if m.id in originals and m is not originals[m.id] and m.id not in seen
+    ]
+    return replace(result, messages=sent, truncated_ids=truncated, tokens=result.tokens - tokens)
 
 
 def _cost_up_to(

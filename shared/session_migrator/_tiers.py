@@ -24,7 +24,13 @@ from session_migrator._fit import Layout, build_units, truncate_message
 from session_migrator._messages import MARKER_KEY, Message
 from session_migrator._tokens import TokenCounter
 
-__all__ = ["KEEP_NEWEST_TOOL_OUTPUTS", "TOOL_OUTPUT_CHARS", "give_back", "shrink_tool_outputs"]
+__all__ = [
+    "KEEP_NEWEST_TOOL_OUTPUTS",
+    "TOOL_OUTPUT_CHARS",
+    "give_back",
+    "not_larger",
+    "shrink_tool_outputs",
+]
 
 #: The newest tool outputs are kept whole by this tier (the work in progress reads them).
 KEEP_NEWEST_TOOL_OUTPUTS = 3
@@ -114,7 +120,7 @@ def shrink_tool_outputs(
             originals[i] = m
         if not originals:
             continue  # none this long: a smaller size may shrink some
-        laid = (out, _counted_newest(out, layout, available, counter), originals)
+        laid = (out, _counted_newest(out, originals, layout, available, counter), originals)
         fits = not laid[1].counted_from and laid[1].units_cost <= available
         if keep == TOOL_OUTPUT_CHARS[-1]:
             found = laid
@@ -125,11 +131,22 @@ def shrink_tool_outputs(
     return found
 
 
+#: A shrunk output this many times shorter than its original saves tokens whatever the text;
+#: a closer one is counted against its original (the marker has a cost of its own).
+_SURELY_SMALLER = 4
+
+
 def _counted_newest(
-    out: list[Message], layout: Layout, available: int, counter: TokenCounter
+    out: list[Message],
+    originals: dict[int, Message],
+    layout: Layout,
+    available: int,
+    counter: TokenCounter,
 ) -> Layout:
     """The layout of ``out``, counted as a cold fit counts: the system messages, and the
-    newest others until they are over ``available`` (at a turn's start)."""
+    newest others until they are over ``available`` (at a turn's start). A shrunk output
+    counted that costs no less than its original is given back (in ``out`` and
+    ``originals``)."""
     costs = [0] * len(out)
     for i in layout.system:
         costs[i] = counter.count_message(out[i])
@@ -140,6 +157,12 @@ def _counted_newest(
         if m.role == "system":
             continue
         costs[i] = counter.count_message(m)
+        original = originals.get(i)
+        if original is not None and _SURELY_SMALLER * len(m.text) > len(original.text):
+            whole = counter.count_message(original)
+            if whole <= costs[i]:  # (short text with many tokens a character: nothing saved)
+                out[i], costs[i] = original, whole
+                del originals[i]
         total += costs[i]
         if total > available and m.role == "user":
             counted_from = i
@@ -154,6 +177,25 @@ def _counted_newest(
             view = layout.cache["tiered"] = {}
         shrunk.cache, shrunk.slack = view, layout.slack
     return shrunk
+
+
+def not_larger(
+    sent: Sequence[Message], originals: dict[str, Message], counter: TokenCounter
+) -> tuple[list[Message], int]:
+    """``sent`` with every shrunk output that costs no less than its original (a short text of
+    many tokens a character, where the marker costs more than the cut saves) put back whole,
+    and the tokens that saves."""
+    out = list(sent)
+    saved = 0
+    for k, m in enumerate(out):
+        original = originals.get(m.id)
+        if original is None or m is original or _SURELY_SMALLER * len(m.text) <= len(original.text):
+            continue
+        cost, whole = counter.count_message(m), counter.count_message(original)
+        if whole <= cost:
+            out[k] = original
+            saved += cost - whole
+    return out, saved
 
 
 def give_back(
