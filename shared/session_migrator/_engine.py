@@ -424,7 +424,8 @@ def _with_shrunk(
     truncated += [
         m.id for m in sent if m.id in originals and m is not originals[m.id] and m.id not in seen
     ]
-    return replace(result, messages=sent, truncated_ids=truncated, tokens=result.tokens - tokens)
+    counted = None if result.tokens is None else result.tokens - tokens
+    return replace(result, messages=sent, truncated_ids=truncated, tokens=counted)
 
 
 def _cost_up_to(
