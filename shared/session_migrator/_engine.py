@@ -77,8 +77,8 @@ class _Engine:
         originals: dict[str, Message] = {}
         searched = messages  # what recall ranks: the messages as given, tool outputs whole
         if layout.counted_from or layout.units_cost > available:
-            # the first tier: old tool outputs shrink before any turn is left out (a cut kept
-            # between fits is then cut afresh: the shrunk conversation is not the ledger's)
+            # the first tier: old tool outputs shrink before any turn is left out (a ledger's
+            # shrunk view keeps its cut between fits in a cache of its own: see _tiers)
             tiered = shrink_tool_outputs(messages, layout, available, counter)
             if tiered is not None:
                 messages, layout, shrunk = tiered
