@@ -37,7 +37,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import LLMResult
 
 from langchain_session_migrator._convert import message_to_core
-from langchain_session_migrator._models import model_map, window_for
+from langchain_session_migrator._models import input_window, model_map, window_for
 from langchain_session_migrator._summarizer import SUMMARIZER_TAG
 from session_migrator import (
     InvalidMessageError,
@@ -126,7 +126,7 @@ class ModelWatcher(BaseCallbackHandler):
         self._seq = 0
         self.last: Observation | None = None
         for name, model in model_map(models).items():
-            self.register(window_for(model), name=name)
+            self.register(input_window(model), name=name)
 
     # -- what histories use ----------------------------------------------------------------
 

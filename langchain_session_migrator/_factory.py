@@ -19,7 +19,7 @@ from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._guard import FitToModel
 from langchain_session_migrator._history import FittedChatMessageHistory, _SessionState
-from langchain_session_migrator._models import model_map, model_name, window_for
+from langchain_session_migrator._models import input_window, model_map, model_name, window_for
 from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
@@ -152,7 +152,7 @@ class FittedHistoryFactory:
         self.__signature__ = inspect.Signature(parameters)
 
     def _register(self, key: str, model: Any) -> None:
-        window = window_for(model)
+        window = input_window(model)
         if not isinstance(model, str | ModelWindow) and model_name(model) is None:
             # a model that reports no name (its window is named by its class) goes by its key,
             # so two of one class stay apart (in the migration log, say)

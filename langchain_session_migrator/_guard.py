@@ -23,6 +23,7 @@ from langchain_core.runnables import (
     Runnable,
     RunnableBinding,
     RunnableConfig,
+    RunnableParallel,
 )
 from langchain_core.runnables.base import RunnableSequence
 from langchain_core.runnables.config import ensure_config, merge_configs
@@ -33,7 +34,12 @@ from langchain_core.runnables.configurable import (
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
 from langchain_session_migrator._models import model_map, window_for
-from langchain_session_migrator._request import RequestFitter, binding_payloads
+from langchain_session_migrator._request import (
+    RequestFitter,
+    binding_payloads,
+    provider_of,
+    requested_output,
+)
 from langchain_session_migrator._summarizer import as_summarizer
 from session_migrator import Compressor, MigrationReport, ModelWindow, Summarizer
 
@@ -199,16 +205,31 @@ class _ModelCall(Runnable[LanguageModelInput, Any]):
         self.model = model
         self.guard = guard
 
-    def fitted(self, input: LanguageModelInput, config: RunnableConfig | None) -> Any:
+    def fitted(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None,
+        call_kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
         """``input`` itself when the request fits the model about to run, else the fitted
-        message list."""
-        target, kwargs = _resolve(self.model, ensure_config(config))
+        message list. ``call_kwargs`` are the call's own (``max_tokens=``, ``tools=``, ...)."""
+        target, bound = _resolve(self.model, ensure_config(config))
+        kwargs = {**bound, **(call_kwargs or {})}
         window = self.guard.window(target)
         messages = _messages_of(input)
         system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
         rest = messages[1:] if system is not None else messages
         payloads = binding_payloads(kwargs) if self.guard.count_tools else []
-        fitted = self.guard._fitter.fit(system, rest, window, payloads=payloads)
+        asked, parameter = requested_output(target, kwargs)
+        fitted = self.guard._fitter.fit(
+            system,
+            rest,
+            window,
+            payloads=payloads,
+            max_output_tokens=asked,
+            output_parameter=parameter,
+            provider=provider_of(target),
+        )
         if fitted is None:
             return input
         new_system, new_messages = fitted
@@ -217,23 +238,23 @@ class _ModelCall(Runnable[LanguageModelInput, Any]):
     def invoke(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Any:
-        return self.model.invoke(self.fitted(input, config), config, **kwargs)
+        return self.model.invoke(self.fitted(input, config, kwargs), config, **kwargs)
 
     async def ainvoke(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Any:
-        fitted = await asyncio.to_thread(self.fitted, input, config)
+        fitted = await asyncio.to_thread(self.fitted, input, config, kwargs)
         return await self.model.ainvoke(fitted, config, **kwargs)
 
     def stream(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        yield from self.model.stream(self.fitted(input, config), config, **kwargs)
+        yield from self.model.stream(self.fitted(input, config, kwargs), config, **kwargs)
 
     async def astream(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        fitted = await asyncio.to_thread(self.fitted, input, config)
+        fitted = await asyncio.to_thread(self.fitted, input, config, kwargs)
         async for chunk in self.model.astream(fitted, config, **kwargs):
             yield chunk
 
@@ -274,6 +295,17 @@ def _guard_tree(node: Runnable[Any, Any], guard: FitToModel, depth: int) -> Runn
     if isinstance(node, RunnableSequence):  # with_structured_output: the model, then a parser
         first = _guard_tree(node.first, guard, depth + 1)
         return RunnableSequence(first, *node.middle, node.last, name=node.name)
+    if isinstance(node, RunnableParallel):  # with_structured_output(include_raw=True)
+        steps = {
+            key: _guard_tree(step, guard, depth + 1) if _is_model(step) else step
+            for key, step in node.steps__.items()
+        }
+        if steps == node.steps__:
+            raise TypeError(
+                "FitToModel wraps a chat model, and this RunnableParallel holds none: wrap the "
+                "model inside the chain (prompt | FitToModel(llm)), not the chain"
+            )
+        return node.model_copy(update={"steps__": steps})
     if not _is_model(node):
         raise TypeError(
             f"FitToModel wraps a chat model, and {type(node).__name__} is not one: wrap the "
@@ -292,7 +324,11 @@ def _is_model(node: Any) -> bool:
             node = node.runnable
         else:
             break
-    return isinstance(node, BaseChatModel | _ModelCall) or hasattr(node, "bind_tools")
+    return (
+        isinstance(node, BaseChatModel | _ModelCall)
+        or _is_configurable_model(node)
+        or hasattr(type(node), "bind_tools")
+    )
 
 
 def _resolve(node: Any, config: RunnableConfig) -> tuple[Any, dict[str, Any]]:
@@ -305,11 +341,25 @@ def _resolve(node: Any, config: RunnableConfig) -> tuple[Any, dict[str, Any]]:
             node = node.bound
         elif isinstance(node, DynamicRunnable):
             node, config = node.prepare(config)
+        elif _is_configurable_model(node):  # init_chat_model(configurable_fields=...)
+            node = _configured_model(node, config)
         elif isinstance(node, RunnableWithFallbacks):
             node = node.runnable
         else:
             break
     return node, kwargs
+
+
+def _is_configurable_model(node: Any) -> bool:
+    """``init_chat_model(..., configurable_fields=...)``'s model, built per call from the
+    call's ``configurable`` values (langchain's ``_ConfigurableModel``)."""
+    return callable(getattr(type(node), "_model", None)) and hasattr(node, "_default_config")
+
+
+def _configured_model(node: Any, config: RunnableConfig) -> Any:
+    """The chat model ``node`` runs with ``config`` (its queued ``bind_tools`` and
+    ``with_structured_output`` applied): the one this call's request is fitted to."""
+    return node._model(config)
 
 
 def _messages_of(input: Any) -> list[BaseMessage]:

@@ -17,7 +17,7 @@ from langchain_core.runnables import Runnable
 from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._convert import message_from_core, message_to_core, storable
 from langchain_session_migrator._loading import CallInput, input_being_loaded
-from langchain_session_migrator._models import window_for
+from langchain_session_migrator._models import input_window, window_for
 from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
@@ -240,7 +240,7 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         if model is None:
             self._explicit = None
             return
-        window = window_for(model)
+        window = input_window(model)
         self._explicit = window
         if self.watcher is not None:
             self.watcher.register(window)

@@ -23,11 +23,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import Runnable
 
-from langchain_session_migrator._models import model_map, window_for
+from langchain_session_migrator._models import model_map, unwrap_model, window_for
 from langchain_session_migrator._request import (
     RequestFitter,
     binding_payloads,
     payload_tokens,
+    provider_of,
+    requested_output,
     tool_payload,
 )
 from langchain_session_migrator._summarizer import as_summarizer
@@ -154,8 +156,15 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             payloads = [tool_payload(t) for t in request.tools]
             payloads += binding_payloads(request.model_settings)
             payloads += response_format_payloads(request.response_format, window)
+        asked, parameter = requested_output(unwrap_model(request.model), request.model_settings)
         fitted = self._fitter.fit(
-            request.system_message, request.messages, window, payloads=payloads
+            request.system_message,
+            request.messages,
+            window,
+            payloads=payloads,
+            max_output_tokens=asked,
+            output_parameter=parameter,
+            provider=provider_of(unwrap_model(request.model)),
         )
         if fitted is None:
             return request

@@ -31,9 +31,16 @@ from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.runnables.configurable import RunnableConfigurableAlternatives
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
-from session_migrator import ModelWindow, UnknownModelError, infer_tokenizer, lookup_model
+from langchain_session_migrator._request import provider_of, requested_output
+from session_migrator import (
+    ModelWindow,
+    UnknownModelError,
+    infer_tokenizer,
+    lookup_model,
+    output_reserve,
+)
 
-__all__ = ["ModelLike", "model_map", "model_name", "unwrap_model", "window_for"]
+__all__ = ["ModelLike", "input_window", "model_map", "model_name", "unwrap_model", "window_for"]
 
 #: What the adapter accepts wherever a model is named.
 ModelLike: TypeAlias = "str | ModelWindow | BaseChatModel | Runnable[Any, Any]"
@@ -194,3 +201,23 @@ def _from_profile(model: Any, name: str | None, max_input: int, max_output: Any)
         tokenizer=infer_tokenizer(label),
         source="profile",
     )
+
+
+def input_window(model: Any, *, registry: Mapping[str, ModelWindow] | None = None) -> ModelWindow:
+    """:func:`window_for` ``model``, with its input cap lowered by the output the model asks
+    for on every request (``ChatOpenAI(max_tokens=4096)``: 4,096 of gpt-4's 8,192), where the
+    provider counts the two together (OpenAI, Anthropic since Claude 3.7; not Gemini). What a
+    history registers for a model object, so its view leaves the room the request will take.
+    """
+    window = window_for(model, registry=registry)
+    if isinstance(model, str | ModelWindow):
+        return window
+    inner = unwrap_model(model)
+    asked, _ = requested_output(inner, getattr(model, "kwargs", None))
+    if asked is None:
+        return window
+    reserve, source = output_reserve(window, asked, provider=provider_of(inner))
+    room = window.context_window - reserve
+    if source != "request" or room < 1 or room >= window.max_input_tokens:
+        return window
+    return window.with_changes(max_input_tokens=room)

@@ -1,19 +1,26 @@
-"""Fitting one model request (a system message, the messages, what is bound to the model).
+"""One model request, as LangChain holds it, handed to the core's request fit.
 
-:class:`RequestFitter` is what the agent middleware and the chat model guard share: given the
-messages a model is about to receive, the window of that model and the tokens of everything
-bound to it (tool schemas, structured-output schemas), it returns ``None`` when the request fits
-as is, else the fitted system message and messages, reusing the untouched LangChain objects.
-Rolling summaries are kept per conversation (keyed by its first non-system message), so each
-call summarizes only the newly cut messages.
+The core's :func:`~session_migrator.fit_request` fits a whole provider request (messages, tool
+and response-format schemas, the output reserve, by the provider's rule). This module reads
+those parts where LangChain and its provider classes keep them, and converts the messages:
 
-:func:`payload_tokens` counts bound schemas the way they go over the wire: the JSON of each
-tool / function / response-format schema, plus :data:`TOKENS_PER_TOOL` for its framing.
+- the output a request asks for (:func:`requested_output`): the call's keyword arguments, then
+  the kwargs bound with ``.bind(...)`` / a ``configurable`` value (already merged by the
+  caller), then the chat model's own fields (``max_tokens``, ``max_completion_tokens``,
+  ``max_output_tokens``, ``num_predict``, ``max_new_tokens``, and ``model_kwargs``), then
+  the model's ``_get_ls_params()["ls_max_tokens"]``;
+- the schemas sent beside the messages (:func:`binding_payloads`): ``tools``, ``functions``,
+  ``response_format`` kwargs, each in the JSON form it goes over the wire in;
+- the provider (:func:`provider_of`, ``ls_provider``), whose rule says how the output counts.
+
+:class:`RequestFitter` converts the messages (reusing the conversion of message objects seen
+in earlier calls: an agent sends the same objects on every step), calls the core's
+:class:`~session_migrator.RequestFitter`, and gives back the untouched LangChain objects where
+the fit kept them.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,31 +35,44 @@ from langchain_session_migrator._convert import (
     messages_to_core,
 )
 from session_migrator import (
+    TOKENS_PER_TOOL,
     Compressor,
     Message,
     MigrationReport,
     ModelWindow,
     Summarizer,
-    Summary,
     TokenCounter,
     check_strategy,
-    default_counter,
-    migrate,
+    schema_tokens,
+)
+from session_migrator import (
+    RequestFitter as CoreRequestFitter,
 )
 
 __all__ = [
+    "OUTPUT_KEYS",
     "TOKENS_PER_TOOL",
     "RequestFitter",
     "binding_payloads",
     "payload_tokens",
+    "provider_of",
+    "requested_output",
     "tool_payload",
 ]
 
-#: Tokens counted per tool (or schema) on top of its JSON (name, framing).
-TOKENS_PER_TOOL = 8
 _SYSTEM_ID = "session-migrator-system"
-#: The keyword arguments of a ``RunnableBinding`` around a chat model that the provider is sent.
+#: The keyword arguments of a call or a binding that the provider is sent beside the messages.
 _SENT_KWARGS = ("tools", "functions", "response_format")
+#: Where provider classes keep the output a request asks for, most specific first (OpenAI's
+#: ``max_completion_tokens``, the common ``max_tokens``, Gemini's ``max_output_tokens``,
+#: Ollama's ``num_predict``, Hugging Face's ``max_new_tokens``).
+OUTPUT_KEYS = (
+    "max_completion_tokens",
+    "max_tokens",
+    "max_output_tokens",
+    "num_predict",
+    "max_new_tokens",
+)
 
 
 def tool_payload(tool: Any) -> Any:
@@ -66,7 +86,7 @@ def tool_payload(tool: Any) -> Any:
 
 
 def binding_payloads(kwargs: Mapping[str, Any]) -> list[Any]:
-    """What the bound ``kwargs`` of a chat model add to each request (tools, functions, a
+    """What the ``kwargs`` of a call or a binding add to the request (tools, functions, a
     ``response_format`` schema); ``tool_choice`` and the like are a few tokens of framing."""
     out: list[Any] = []
     for key in _SENT_KWARGS:
@@ -82,18 +102,60 @@ def binding_payloads(kwargs: Mapping[str, Any]) -> list[Any]:
 
 def payload_tokens(payloads: Iterable[Any], counter: TokenCounter) -> int:
     """The tokens of ``payloads`` (schemas) by ``counter``: their JSON plus the framing."""
-    total = 0
-    for payload in payloads:
+    return schema_tokens(payloads, counter)
+
+
+def _tokens(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def requested_output(model: Any, kwargs: Mapping[str, Any] | None = None) -> tuple[int | None, str]:
+    """The output tokens a request of ``model`` with ``kwargs`` asks for, and the name it goes
+    by (for an error that asks to lower it); ``(None, "max_tokens")`` when it does not say.
+
+    >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    >>> requested_output(FakeListChatModel(responses=["ok"]), {"max_tokens": 300})
+    (300, 'max_tokens')
+    """
+    for source in (kwargs or {}, getattr(model, "model_kwargs", None) or {}):
+        if isinstance(source, Mapping):
+            for key in OUTPUT_KEYS:
+                found = _tokens(source.get(key))
+                if found is not None:
+                    return found, key
+    for key in OUTPUT_KEYS:
+        found = _tokens(getattr(model, key, None))
+        if found is not None:
+            return found, key
+    get_params = getattr(model, "_get_ls_params", None)
+    if callable(get_params):
         try:
-            text = json.dumps(payload, ensure_ascii=False, default=str)
-        except (TypeError, ValueError):
-            text = str(payload)
-        total += counter.count_text(text) + TOKENS_PER_TOOL
-    return total
+            found = _tokens(get_params().get("ls_max_tokens"))
+        except Exception:  # a provider class's own bookkeeping must not break a request
+            found = None
+        if found is not None:
+            return found, "max_tokens"
+    return None, "max_tokens"
+
+
+def provider_of(model: Any) -> str | None:
+    """The provider a chat model says it calls (``ls_provider``: ``openai``, ``anthropic``,
+    ``google_genai``, ...), ``None`` when it does not say."""
+    get_params = getattr(model, "_get_ls_params", None)
+    if not callable(get_params):
+        return None
+    try:
+        provider = get_params().get("ls_provider")
+    except Exception:
+        return None
+    return provider if isinstance(provider, str) and provider else None
 
 
 class RequestFitter:
-    """Fits a request's messages to a window (see the module docstring). Thread-safe."""
+    """Fits a request's messages to a window with the core's request fit (see the module
+    docstring). Thread-safe."""
 
     def __init__(
         self,
@@ -108,16 +170,32 @@ class RequestFitter:
         if reserve_tokens < 0:
             raise ValueError(f"reserve_tokens must not be negative, got {reserve_tokens}")
         check_strategy(strategy)  # (now, not at the first call)
-        self.strategy = strategy
-        self.summarizer = summarizer
-        self.reserve_output = reserve_output
-        self.reserve_tokens = reserve_tokens
-        self.max_summaries = max_summaries
+        self.core = CoreRequestFitter(
+            strategy=strategy,
+            summarizer=summarizer,
+            reserve_output=reserve_output,
+            reserve_tokens=reserve_tokens,
+            max_summaries=max_summaries,
+        )
         self.max_cached_messages = max_cached_messages
         self._lock = threading.Lock()
-        self._summaries: OrderedDict[str, Summary] = OrderedDict()
         self._converted: OrderedDict[int, tuple[BaseMessage, Any, Message]] = OrderedDict()
-        self.last_report: MigrationReport | None = None
+
+    @property
+    def strategy(self) -> str | Compressor:
+        return self.core.strategy
+
+    @property
+    def summarizer(self) -> Summarizer | None:
+        return self.core.summarizer
+
+    @property
+    def reserve_output(self) -> int | None:
+        return self.core.reserve_output
+
+    @property
+    def last_report(self) -> MigrationReport | None:
+        return self.core.last_report
 
     def fit(
         self,
@@ -126,56 +204,32 @@ class RequestFitter:
         window: ModelWindow,
         *,
         payloads: Sequence[Any] = (),
+        max_output_tokens: int | None = None,
+        output_parameter: str = "max_tokens",
+        provider: str | None = None,
     ) -> tuple[SystemMessage | None, list[BaseMessage]] | None:
-        """``None`` when ``system`` + ``messages`` + ``payloads`` fit ``window`` with no broken
-        tool pair; else the system message and messages to send instead."""
-        counter = default_counter(window)
+        """``None`` when the request (``system``, ``messages``, the ``payloads`` schemas and the
+        output it asks for) fits ``window`` as is; else the system message and messages to send
+        instead."""
         originals = list(messages)
         core = self._to_core(originals)
         if system is not None:
             core.insert(0, _system_to_core(system))
-        key = next((m.id for m in core if m.role != "system"), None)
-        previous = self._summaries.get(key) if key is not None else None
-        reserved = payload_tokens(payloads, counter) + self.reserve_tokens
-        limit: int | None = None
-        for _ in range(3):
-            result = migrate(
-                core,
-                window,
-                strategy=self.strategy,
-                summarizer=self.summarizer,
-                reserve_output=self.reserve_output,
-                counter=counter,
-                previous_summary=previous,
-                extra_reserved=reserved,
-            )
-            self.last_report = result.report
-            if len(result.messages) == len(core) and all(
-                a is b for a, b in zip(result.messages, core, strict=True)
-            ):
-                return None  # (what a model rejects is repaired even in a request that fits)
-            if limit is None:
-                limit = result.report.budget
-            new_system, new_messages = _rebuild(result.messages, core, originals, system)
-            sent = messages_to_core(([new_system] if new_system else []) + new_messages)
-            over = counter.count_messages(sent) - limit
-            if over <= 0:
-                break
-            reserved += over  # folding the summary into the system message cost a token or two
-        if result.summary is not None and key is not None:
-            with self._lock:
-                self._summaries[key] = result.summary
-                self._summaries.move_to_end(key)
-                while len(self._summaries) > self.max_summaries:
-                    self._summaries.popitem(last=False)
-        return new_system, new_messages
+        fit = self.core.fit(
+            core,
+            window,
+            tools=payloads,
+            max_output_tokens=max_output_tokens,
+            output_parameter=output_parameter,
+            provider=provider,
+        )
+        if not fit.changed:
+            return None
+        return _rebuild(fit.messages, core, originals, system)
 
     def _to_core(self, messages: list[BaseMessage]) -> list[Message]:
-        """The core messages, reusing the conversion of objects seen in earlier calls.
-
-        An agent sends the same message objects again on every step; reusing their core copies
-        also reuses the token counts cached on them, so a step costs a pass of lookups.
-        """
+        """The core messages, reusing the conversion of objects seen in earlier calls (and so
+        the token counts cached on them)."""
         if any(m.id is None for m in messages):
             return messages_to_core(messages)
         converted: list[Message] = []
@@ -209,40 +263,17 @@ def _rebuild(
     """The system message and the messages to send, reusing untouched LangChain objects."""
     offset = 1 if system is not None else 0
     original_of = {id(m): originals[i - offset] for i, m in enumerate(core) if i >= offset}
-    leading = 0
-    while leading < len(fitted) and fitted[leading].role == "system":
-        leading += 1
-    head, rest = fitted[:leading], fitted[leading:]
-    system_core = core[0] if system is not None else None
-    notes = [m for m in head if m.marker is not None and m.marker.get("kind") != "truncated"]
-    own = next((m for m in head if system_core is not None and m.id == system_core.id), None)
-    others = [m for m in head if m is not own and m not in notes]
-
-    new_system: SystemMessage | None
-    if own is None:
-        new_system = None
-    elif own is system_core and system is not None:
-        new_system = system
-    else:
-        converted = message_from_core(own)
-        new_system = converted if isinstance(converted, SystemMessage) else SystemMessage(own.text)
-    for note in notes:
-        new_system = _fold(new_system, note.text)
-
-    def back(message: Message) -> BaseMessage:
+    if system is not None:
+        original_of[id(core[0])] = system
+    out: list[BaseMessage] = []
+    for message in fitted:
         original = original_of.get(id(message))
-        return original if original is not None else message_from_core(message)
-
-    return new_system, [back(m) for m in [*others, *rest]]
-
-
-def _fold(system: SystemMessage | None, text: str) -> SystemMessage:
-    if system is None:
-        return SystemMessage(text)
-    if isinstance(system.content, str):
-        content: str | list[str | dict[Any, Any]] = (
-            f"{system.content}\n\n{text}" if system.content else text
-        )
-    else:
-        content = [*system.content, {"type": "text", "text": text}]
-    return system.model_copy(update={"content": content})
+        if original is None and system is not None and message.id == core[0].id:
+            # the system prompt with the library's note folded into it: its own fields kept
+            content = message_from_core(message).content
+            original = system.model_copy(update={"content": content})
+        out.append(original if original is not None else message_from_core(message))
+    if out and isinstance(out[0], SystemMessage) and fitted[0].role == "system":
+        head = out[0]
+        return head, out[1:]
+    return None, out

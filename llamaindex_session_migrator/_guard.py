@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.llms.types import (
@@ -21,7 +21,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import ToolSelection
 
-from llamaindex_session_migrator._models import window_for
+from llamaindex_session_migrator._models import provider_of, requested_output, window_for
 from llamaindex_session_migrator._request_fit import RequestFitter
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 from session_migrator import Compressor, MigrationReport, ModelWindow, Summarizer, check_strategy
@@ -195,11 +195,31 @@ class FitToModelLLM(FunctionCallingLLM):
         self, messages: Sequence[ChatMessage], tools: Sequence[Any] = ()
     ) -> Sequence[ChatMessage]:
         """``messages`` as they will be sent with ``tools``: themselves when they fit."""
-        fitted = self._fitter.fit(messages, window_for(self._llm), tools=tools)
+        return self._fit(messages, tools, {})
+
+    def _fit(
+        self, messages: Sequence[ChatMessage], tools: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> Sequence[ChatMessage]:
+        asked, parameter = requested_output(self._llm, kwargs)
+        fitted = self._fitter.fit(
+            messages,
+            window_for(self._llm),
+            tools=tools,
+            max_output_tokens=asked,
+            output_parameter=parameter,
+            provider=provider_of(self._llm),
+        )
         return messages if fitted is None else fitted
 
-    def _fit_prompt(self, prompt: str) -> str:
-        fitted = self._fitter.fit_prompt(prompt, window_for(self._llm))
+    def _fit_prompt(self, prompt: str, kwargs: Mapping[str, Any] | None = None) -> str:
+        asked, parameter = requested_output(self._llm, kwargs)
+        fitted = self._fitter.fit_prompt(
+            prompt,
+            window_for(self._llm),
+            max_output_tokens=asked,
+            output_parameter=parameter,
+            provider=provider_of(self._llm),
+        )
         return prompt if fitted is None else fitted
 
     @staticmethod
@@ -221,26 +241,26 @@ class FitToModelLLM(FunctionCallingLLM):
         **options: Any,
     ) -> dict[str, Any]:
         """The wrapped LLM's ``*_with_tools`` arguments, the history fitted with ``tools``."""
-        fitted = self.fit_messages(self._history(user_msg, chat_history), tools)
+        fitted = self._fit(self._history(user_msg, chat_history), tools, options)
         return {"tools": tools, "user_msg": None, "chat_history": list(fitted), **options}
 
     # -- chat ----------------------------------------------------------------------------------
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return self._llm.chat(self.fit_messages(messages, kwargs.get("tools") or ()), **kwargs)
+        return self._llm.chat(self._fit(messages, kwargs.get("tools") or (), kwargs), **kwargs)
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        fitted = self.fit_messages(messages, kwargs.get("tools") or ())
+        fitted = self._fit(messages, kwargs.get("tools") or (), kwargs)
         return await self._llm.achat(fitted, **kwargs)
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        fitted = self.fit_messages(messages, kwargs.get("tools") or ())
+        fitted = self._fit(messages, kwargs.get("tools") or (), kwargs)
         return self._llm.stream_chat(fitted, **kwargs)
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
-        fitted = self.fit_messages(messages, kwargs.get("tools") or ())
+        fitted = self._fit(messages, kwargs.get("tools") or (), kwargs)
         return await self._llm.astream_chat(fitted, **kwargs)
 
     # -- chat with tools: fitted here, prepared and sent by the wrapped LLM ------------------------
@@ -336,20 +356,24 @@ class FitToModelLLM(FunctionCallingLLM):
     # -- completion ----------------------------------------------------------------------------
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return self._llm.complete(self._fit_prompt(prompt), formatted=formatted, **kwargs)
+        return self._llm.complete(self._fit_prompt(prompt, kwargs), formatted=formatted, **kwargs)
 
     async def acomplete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponse:
-        return await self._llm.acomplete(self._fit_prompt(prompt), formatted=formatted, **kwargs)
+        return await self._llm.acomplete(
+            self._fit_prompt(prompt, kwargs), formatted=formatted, **kwargs
+        )
 
     def stream_complete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponseGen:
-        return self._llm.stream_complete(self._fit_prompt(prompt), formatted=formatted, **kwargs)
+        return self._llm.stream_complete(
+            self._fit_prompt(prompt, kwargs), formatted=formatted, **kwargs
+        )
 
     async def astream_complete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponseAsyncGen:
-        fitted = self._fit_prompt(prompt)
+        fitted = self._fit_prompt(prompt, kwargs)
         return await self._llm.astream_complete(fitted, formatted=formatted, **kwargs)

@@ -27,7 +27,17 @@ from llama_index.core.llms import LLM
 
 from session_migrator import ModelWindow, UnknownModelError, infer_tokenizer, lookup_model
 
-__all__ = ["DEFAULT_WINDOW", "ModelLike", "window_for", "window_from_metadata"]
+__all__ = [
+    "DEFAULT_WINDOW",
+    "ModelLike",
+    "provider_of",
+    "requested_output",
+    "window_for",
+    "window_from_metadata",
+]
+
+#: Where LLM classes and their ``additional_kwargs`` keep the output a request asks for.
+OUTPUT_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens", "num_predict")
 
 #: What a model may be given as: a name, a LlamaIndex LLM, or a window.
 ModelLike = str | LLM | ModelWindow
@@ -110,3 +120,38 @@ def window_for(model: ModelLike) -> ModelWindow:
                 "max_output_tokens=M)."
             ) from None
     return window_from_metadata(model.metadata)
+
+
+def requested_output(llm: Any, kwargs: Mapping[str, Any] | None = None) -> tuple[int | None, str]:
+    """The output tokens a request of ``llm`` asks for, and the name it goes by: the call's
+    ``kwargs``, then ``llm.additional_kwargs``, then the LLM's own fields (``max_tokens``, ...),
+    then ``metadata.num_output`` when positive (LlamaIndex's ``OpenAI()`` leaves ``max_tokens``
+    unset and says ``num_output=-1``: nothing is asked, and the core's default reserve holds).
+
+    >>> from llama_index.core.llms import MockLLM
+    >>> requested_output(MockLLM(max_tokens=64))
+    (64, 'max_tokens')
+    """
+    for source in (kwargs or {}, getattr(llm, "additional_kwargs", None) or {}):
+        if isinstance(source, Mapping):
+            for key in OUTPUT_KEYS:
+                found = _positive(source.get(key))
+                if found is not None:
+                    return found, key
+    for key in OUTPUT_KEYS:
+        found = _positive(getattr(llm, key, None))
+        if found is not None:
+            return found, key
+    metadata = getattr(llm, "metadata", None)
+    found = _positive(getattr(metadata, "num_output", None))
+    return found, "max_tokens"
+
+
+def provider_of(llm: Any) -> str | None:
+    """The provider an LLM class calls, by its class name (``OpenAI``, ``Anthropic``,
+    ``Gemini``, ...), ``None`` when it says nothing known: the window's provider then rules."""
+    name = type(llm).__name__.lower()
+    for provider in ("anthropic", "gemini", "vertex", "openai"):
+        if provider in name:
+            return provider
+    return None

@@ -1,10 +1,12 @@
 """Fitting one complete LLM request (messages and tool schemas) to one model's window.
 
-The request is counted as the model will receive it: every message, every tool schema (its
-OpenAI function JSON plus a small framing cost) and, held back from the window, the output
-LlamaIndex asks for (``metadata.num_output``, sent as ``max_tokens``). A request that fits goes
-out untouched (the same list, the same objects); else its messages are fitted by the core's
-:func:`~session_migrator.migrate`, and what was cut is reported.
+The request is fitted by the core's :func:`~session_migrator.fit_request` (its
+:class:`~session_migrator.RequestFitter`): every message, every tool schema (its OpenAI function
+JSON plus a small framing cost) and, by the provider's rule, the output the request asks for
+(read by :func:`~llamaindex_session_migrator._models.requested_output` where the LLM class keeps
+it: ``max_tokens``, ``additional_kwargs``, ``num_output``; the core's default when it says
+nothing). A request that fits goes out untouched (the same list, the same objects); else its
+messages are fitted, and what was cut is reported.
 
 Messages a :class:`~llamaindex_session_migrator.SessionMigratorMemory` handed out are known by
 their stored record (see ``_instrumentation``): they keep their stored id and cached token
@@ -30,6 +32,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llamaindex_session_migrator._convert import from_chat_message, to_chat_message
 from llamaindex_session_migrator._instrumentation import lookup
 from session_migrator import (
+    TOKENS_PER_TOOL,
     Compressor,
     Message,
     MigrationReport,
@@ -38,28 +41,29 @@ from session_migrator import (
     Summary,
     TokenCounter,
     counter_for,
-    migrate,
+    schema_tokens,
 )
+from session_migrator import RequestFitter as CoreRequestFitter
 
-__all__ = ["TOKENS_PER_TOOL", "RequestFitter", "tool_schema_text"]
+__all__ = ["TOKENS_PER_TOOL", "RequestFitter", "tool_schema", "tool_schema_text"]
 
-#: Tokens counted per tool on top of its JSON schema (name, framing).
-TOKENS_PER_TOOL = 8
-#: How often a fit is redone with the overshoot held back (a result that counts over its budget).
-_FOLD_RETRIES = 3
+
+def tool_schema(tool: Any) -> Any:
+    """The schema a tool is sent as: a LlamaIndex tool's OpenAI function schema, a dict as is,
+    anything else as its ``str``."""
+    metadata = getattr(tool, "metadata", None)
+    to_openai = getattr(metadata, "to_openai_tool", None)
+    if callable(to_openai):
+        try:
+            return to_openai()
+        except Exception:  # a tool whose schema cannot be built is counted by its text
+            return str(tool)
+    return tool
 
 
 def tool_schema_text(tool: Any) -> str:
-    """The JSON a tool is described by: a LlamaIndex tool's OpenAI function schema, a dict as
-    is, anything else as its ``str``."""
-    metadata = getattr(tool, "metadata", None)
-    to_openai = getattr(metadata, "to_openai_tool", None)
-    schema: Any = tool
-    if callable(to_openai):
-        try:
-            schema = to_openai()
-        except Exception:  # a tool whose schema cannot be built is counted by its text
-            schema = str(tool)
+    """The JSON a tool is described by (see :func:`tool_schema`)."""
+    schema = tool_schema(tool)
     try:
         return json.dumps(schema, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
@@ -95,18 +99,22 @@ class RequestFitter:
         max_summaries: int = 256,
         max_cached_messages: int = 20_000,
     ) -> None:
-        self.strategy = strategy
-        self.summarizer = summarizer
-        self.reserve_output = reserve_output
-        self.reserve_tokens = reserve_tokens
-        self.max_summaries = max_summaries
+        self.core = CoreRequestFitter(
+            strategy=strategy,
+            summarizer=summarizer,
+            reserve_output=reserve_output,
+            reserve_tokens=reserve_tokens,
+            max_summaries=max_summaries,
+        )
         self.max_cached_messages = max_cached_messages
-        self.last_report: MigrationReport | None = None
         self._lock = threading.Lock()
-        self._summaries: OrderedDict[str, Summary] = OrderedDict()
         self._converted: OrderedDict[int, tuple[ChatMessage, tuple[Any, ...], Message]] = (
             OrderedDict()
         )
+
+    @property
+    def last_report(self) -> MigrationReport | None:
+        return self.core.last_report
 
     # -- counting ----------------------------------------------------------------------------
 
@@ -117,17 +125,7 @@ class RequestFitter:
     @staticmethod
     def tool_tokens(tools: Sequence[Any], counter: TokenCounter) -> int:
         """What ``tools`` cost in the request."""
-        return sum(counter.count_text(tool_schema_text(t)) + TOKENS_PER_TOOL for t in tools)
-
-    def output_reserve(self, window: ModelWindow) -> int | None:
-        """The output held back: the guard's ``reserve_output``, else the model's whole
-        ``num_output`` (LlamaIndex sends it as ``max_tokens``)."""
-        if self.reserve_output is not None:
-            return self.reserve_output
-        out = window.max_output_tokens
-        if out is None:
-            return None
-        return min(out, window.context_window - 1)
+        return schema_tokens((tool_schema(t) for t in tools), counter)
 
     # -- conversion --------------------------------------------------------------------------
 
@@ -197,63 +195,40 @@ class RequestFitter:
         window: ModelWindow,
         *,
         tools: Sequence[Any] = (),
-        reserved: int = 0,
+        max_output_tokens: int | None = None,
+        output_parameter: str = "max_tokens",
+        provider: str | None = None,
     ) -> list[ChatMessage] | None:
         """The messages to send instead of ``messages``, or ``None`` when they fit as they are.
 
-        ``tools`` are counted with their schemas; ``reserved`` tokens are held back besides.
+        ``tools`` are counted with their schemas; ``max_output_tokens`` is what the request asks
+        for (``None``: it does not say).
         """
         counter = self.counter(window)
-        extra = self.tool_tokens(tools, counter) + self.reserve_tokens + reserved
         sent, owner, span = self._to_core(messages)
         core = self._with_full_log(sent, owner, span)
         expanded = core is not sent
-        key = next((m.id for m in core if m.role != "system"), None)
-        previous = self._previous_summary(key, owner)
-        reserve_output = self.output_reserve(window)
-        limit: int | None = None
-        fitted: list[Message] = []
-        for _ in range(_FOLD_RETRIES):
-            result = migrate(
-                core,
-                window,
-                strategy=self.strategy,
-                summarizer=self.summarizer,
-                reserve_output=reserve_output,
-                counter=counter,
-                previous_summary=previous,
-                extra_reserved=extra,
-            )
-            self.last_report = result.report
-            if result.report.decision == "fits" and not result.report.dropped_ids:
-                if not expanded:
-                    return None
-                fitted = result.messages
-                break
-            if limit is None:
-                limit = result.report.budget
-            fitted = result.messages
-            over = counter.count_messages(fitted) - limit
-            if over <= 0:
-                break
-            extra += over
-        if result.summary is not None and key is not None:
-            with self._lock:
-                self._summaries[key] = result.summary
-                self._summaries.move_to_end(key)
-                while len(self._summaries) > self.max_summaries:
-                    self._summaries.popitem(last=False)
+        fit = self.core.fit(
+            core,
+            window,
+            previous_summary=self._previous_summary(core, owner),
+            tools=[tool_schema(t) for t in tools],
+            max_output_tokens=max_output_tokens,
+            output_parameter=output_parameter,
+            provider=provider,
+            counter=counter,
+        )
+        if not fit.changed and not expanded:
+            return None
         originals = {id(c): m for c, m in zip(sent, messages, strict=True)}
-        return [originals.get(id(m)) or to_chat_message(m) for m in fitted]
+        return [originals.get(id(m)) or to_chat_message(m) for m in fit.messages]
 
-    def _previous_summary(self, key: str | None, owner: Any) -> Summary | None:
-        """This guard's rolling summary of the conversation starting at ``key``, else the one
-        the memory that handed the messages out keeps in its store."""
-        if key is not None:
-            with self._lock:
-                held = self._summaries.get(key)
-            if held is not None:
-                return held
+    def _previous_summary(self, core: Sequence[Message], owner: Any) -> Summary | None:
+        """This guard's rolling summary of the conversation ``core`` starts, else the one the
+        memory that handed the messages out keeps in its store."""
+        held = self.core.summary_of(core)
+        if held is not None:
+            return held
         memory = getattr(owner, "memory", None)
         if memory is None:
             return None
@@ -264,20 +239,27 @@ class RequestFitter:
             stored.text, stored.first_id, stored.last_id, stored.covered_count, stored.strategy
         )
 
-    def fit_prompt(self, prompt: str, window: ModelWindow) -> str | None:
+    def fit_prompt(
+        self,
+        prompt: str,
+        window: ModelWindow,
+        *,
+        max_output_tokens: int | None = None,
+        output_parameter: str = "max_tokens",
+        provider: str | None = None,
+    ) -> str | None:
         """A completion prompt that fits (cut inside, head and tail kept, with a marker), or
         ``None`` when ``prompt`` fits as it is."""
-        counter = self.counter(window)
-        message = Message("user", prompt, id="li-prompt")
-        result = migrate(
-            [message],
+        fit = self.core.fit(
+            [Message("user", prompt, id="li-prompt")],
             window,
             strategy="trim",
-            reserve_output=self.output_reserve(window),
-            counter=counter,
-            extra_reserved=self.reserve_tokens,
+            max_output_tokens=max_output_tokens,
+            output_parameter=output_parameter,
+            provider=provider,
+            counter=self.counter(window),
+            fold_notes=False,
         )
-        self.last_report = result.report
-        if result.report.decision == "fits":
+        if not fit.changed:
             return None
-        return "\n\n".join(m.text for m in result.messages)
+        return "\n\n".join(m.text for m in fit.messages)

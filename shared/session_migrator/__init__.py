@@ -19,6 +19,7 @@ from session_migrator._errors import (
     InvalidIdError,
     InvalidMessageError,
     MissingDependencyError,
+    OutputReserveError,
     SessionMigratorError,
     SessionNotFoundError,
     StoreDurabilityWarning,
@@ -63,6 +64,15 @@ from session_migrator._online_counters import AnthropicCounter, GeminiCounter
 from session_migrator._recalibration import recalibrate_from_exact
 from session_migrator._redact import redact_secrets
 from session_migrator._related import RecallScope, RelatedSession, RelatedSessions
+from session_migrator._request import (
+    TOKENS_PER_TOOL,
+    RequestFit,
+    RequestFitter,
+    fit_request,
+    output_reserve,
+    output_rule,
+    schema_tokens,
+)
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import (
     AutoStrategy,
@@ -101,6 +111,7 @@ __all__ = [
     "MARKER_KEY",
     "SUMMARY_PROMPT",
     "TOKENS_PER_MESSAGE",
+    "TOKENS_PER_TOOL",
     "AnthropicCounter",
     "AutoStrategy",
     "Budget",
@@ -122,11 +133,14 @@ __all__ = [
     "MissingDependencyError",
     "ModelWindow",
     "OpenAISummarizer",
+    "OutputReserveError",
     "Plan",
     "RecallScope",
     "RecallStrategy",
     "RelatedSession",
     "RelatedSessions",
+    "RequestFit",
+    "RequestFitter",
     "Role",
     "Session",
     "SessionFitter",
@@ -154,6 +168,7 @@ __all__ = [
     "counter_for",
     "default_counter",
     "export_markdown",
+    "fit_request",
     "infer_tokenizer",
     "known_models",
     "load_overrides",
@@ -164,6 +179,8 @@ __all__ = [
     "models_cache_is_stale",
     "normalize_model_name",
     "open_store",
+    "output_reserve",
+    "output_rule",
     "plan",
     "recalibrate_from_exact",
     "redact_secrets",
@@ -171,6 +188,7 @@ __all__ = [
     "register_model",
     "related_sessions",
     "reset_calibration",
+    "schema_tokens",
     "summary_request",
     "truncate_text",
     "unregister_model",

@@ -4,6 +4,7 @@
     ├── InvalidMessageError      a message is malformed (index and field named)
     ├── UnknownModelError        a model name has no known window (close matches attached)
     ├── BudgetError              the budget cannot hold even the minimum result
+    │   └── OutputReserveError   the output a request asks for leaves its input too little room
     ├── SummarizerError          a summarizer failed (callers fall back to trim)
     ├── StoreError               a store operation failed (the backend's own error attached)
     │   ├── InvalidIdError       a session, workspace or user id is not a non-empty string
@@ -29,6 +30,7 @@ __all__ = [
     "InvalidIdError",
     "InvalidMessageError",
     "MissingDependencyError",
+    "OutputReserveError",
     "SessionMigratorError",
     "SessionNotFoundError",
     "StoreDurabilityWarning",
@@ -117,6 +119,36 @@ class BudgetError(SessionMigratorError, ValueError):
 
 def _rebuild_budget_error(message: str, budget: int, needed: int) -> BudgetError:
     return BudgetError(message, budget=budget, needed=needed)
+
+
+class OutputReserveError(BudgetError):
+    """The output a request asks for leaves too little of the window for its input.
+
+    ``requested`` is the output asked for, ``most`` the largest value that leaves room for the
+    input that must be sent (0 when none does), ``parameter`` the name to lower.
+    """
+
+    def __init__(
+        self, message: str, *, budget: int, needed: int, requested: int, most: int, parameter: str
+    ) -> None:
+        super().__init__(message, budget=budget, needed=needed)
+        self.requested = requested
+        self.most = most
+        self.parameter = parameter
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            _rebuild_reserve_error,
+            (str(self), self.budget, self.needed, self.requested, self.most, self.parameter),
+        )
+
+
+def _rebuild_reserve_error(
+    message: str, budget: int, needed: int, requested: int, most: int, parameter: str
+) -> OutputReserveError:
+    return OutputReserveError(
+        message, budget=budget, needed=needed, requested=requested, most=most, parameter=parameter
+    )
 
 
 class SummarizerError(SessionMigratorError, RuntimeError):

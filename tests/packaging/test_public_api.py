@@ -33,6 +33,9 @@ PUBLIC = {
         # recall across sessions (docs/strategies.md)
         "RecallScope", "RelatedSession", "RelatedSessions", "arelated_sessions",
         "related_sessions",
+        # one whole provider request (docs/requests.md)
+        "OutputReserveError", "RequestFit", "RequestFitter", "TOKENS_PER_TOOL", "fit_request",
+        "output_reserve", "output_rule", "schema_tokens",
     ],
     "session_migrator.store": [
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",
