@@ -48,6 +48,16 @@ def claude_thread() -> tuple[tuple[str, str], ...]:
     return thread(120, 4_000)
 
 
+def guard_note(guard: object) -> str:
+    """What the guard's newest report says it fitted to (for failure messages)."""
+    report = getattr(guard, "last_report", None)
+    if report is None:
+        return "guard: no report (it did not fit anything)"
+    return (
+        f"guard: budget {report.budget:,}, {report.tokens_after:,} tokens after, {report.decision}"
+    )
+
+
 def assert_conforms(api: Emulator, *, at_least: int = 1) -> None:
     """No request refused (the report lists each one: tokens, max_tokens, window)."""
     assert len(api.requests) >= at_least, api.report()
