@@ -10,6 +10,7 @@ What it checks, as the service does, and the error body it answers with (OpenAI'
   followed by a tool message for each id (400 "An assistant message with 'tool_calls' must be
   followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did
   not have response messages: ...");
+- ``response_format: {"type": "json_object"}`` needs the word "json" in the messages;
 - ``max_tokens`` / ``max_completion_tokens`` at most the model's output cap (400
   ``invalid_value``);
 - the window: ``prompt + (max_completion_tokens or max_tokens or 0) <= window``, else 400
@@ -189,6 +190,19 @@ class OpenAIEmulator(Emulator):
                     400, _error(f"Invalid value: '{m}'.", f"messages.[{i}].role", "invalid_value")
                 )
         _check_tool_pairs(messages)
+        fmt = body.get("response_format")
+        if isinstance(fmt, dict) and fmt.get("type") == "json_object":
+            said = json.dumps([m.get("content") for m in messages]).lower()
+            if "json" not in said:
+                raise Refusal(
+                    400,
+                    _error(
+                        "'messages' must contain the word 'json' in some form, to use "
+                        "'response_format' of type 'json_object'.",
+                        "messages",
+                        None,
+                    ),
+                )
         rec.window = model.window
         rec.prompt_tokens = count_prompt(body, model.tokenizer)
         out_param = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
