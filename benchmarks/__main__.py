@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import (
+    agent_progress,
     agent_session,
     fact_retention,
     listener_cost,
@@ -163,6 +164,13 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             agent_session.markdown(report["agent_session"]),
         ]
+    if "agent_progress" in report:
+        parts += [
+            "",
+            "## An agent's turn makes progress under the guard (issue 32)",
+            "",
+            agent_progress.markdown(report["agent_progress"]),
+        ]
     if "store_append" in report:
         parts += [
             "",
@@ -216,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["evidence_retention"] = retention.run(quick=args.quick)
         print("agent session (tool outputs) ...", file=sys.stderr, flush=True)
         report["agent_session"] = agent_session.run()
+        print("agent progress (tool rounds of the current turn) ...", file=sys.stderr, flush=True)
+        report["agent_progress"] = agent_progress.run()
     if "store" not in args.skip:
         print("store appends ...", file=sys.stderr, flush=True)
         report["store_append"] = store_append.run(quick=args.quick)  # (every server that answers)

@@ -1,0 +1,134 @@
+"""The LangChain surfaces of :mod:`benchmarks.agent_progress`: ``create_agent`` with
+``FitToModelMiddleware`` on an ``InMemorySaver`` thread, and a LangGraph ``ToolNode`` loop whose
+model is ``FitToModel``, each run with the fake model of :mod:`benchmarks._agent_brain`."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
+
+from benchmarks._agent_brain import SYSTEM_PROMPT, TURNS, Tally, decide, lookup_result, question
+from langchain_session_migrator import FitToModel, FitToModelMiddleware, messages_to_core
+from session_migrator import BudgetError, TiktokenCounter
+
+COUNTER = TiktokenCounter("o200k_base")
+RECURSION_LIMIT = 40
+
+
+class AgentChatModel(BaseChatModel):
+    """A chat model that calls the lookups whose results it cannot see (see the brain)."""
+
+    model_name: str = "agent-bench"
+    tally: Tally = Field(default_factory=Tally)
+    _ids: Any = itertools.count()
+
+    @property
+    def _llm_type(self) -> str:
+        return "agent-bench"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        core = messages_to_core(messages)
+        self.tally.request(COUNTER.count_messages(core))
+        decision = decide((m.role, m.text) for m in core)
+        if decision.calls:
+            message = AIMessage(
+                "",
+                tool_calls=[
+                    {"name": "lookup", "args": {"key": k}, "id": f"call-{k}-{next(self._ids)}"}
+                    for k in decision.calls
+                ],
+            )
+        else:
+            message = AIMessage(decision.answer)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, Any]:
+        kwargs.pop("tool_choice", None)
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look up the figures filed under ``key``."""
+    return lookup_result(key)
+
+
+def _turns(invoke: Any, model: AgentChatModel) -> Tally:
+    tally = model.tally
+    for turn in range(TURNS):
+        before = len(tally.sent)
+        try:
+            answer = invoke(turn)
+            if f"question {turn} " not in answer:
+                tally.failed.append(f"turn {turn}: answered {answer[:60]!r}")
+        except BudgetError as exc:
+            tally.errors.append(f"turn {turn}: {str(exc).splitlines()[0]}")
+        except Exception as exc:  # the recursion limit: the turn never finishes
+            tally.failed.append(f"turn {turn}: {type(exc).__name__}")
+        tally.calls_per_turn.append(len(tally.sent) - before)
+    return tally
+
+
+def create_agent_run(name: str, guarded: bool) -> Tally:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = AgentChatModel(model_name=name)
+    agent = create_agent(
+        model,
+        [lookup],
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[FitToModelMiddleware()] if guarded else [],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "agent"}, "recursion_limit": RECURSION_LIMIT}
+
+    def invoke(turn: int) -> str:
+        state = agent.invoke({"messages": [("user", question(turn))]}, config)
+        return str(state["messages"][-1].content)
+
+    return _turns(invoke, model)
+
+
+def tool_node_run(name: str, guarded: bool) -> Tally:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    model = AgentChatModel(model_name=name)
+    llm: Any = FitToModel(model) if guarded else model
+    bound = llm.bind_tools([lookup])
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke([SystemMessage(SYSTEM_PROMPT), *state["messages"]])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode([lookup]))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "model")
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "loop"}, "recursion_limit": RECURSION_LIMIT}
+
+    def invoke(turn: int) -> str:
+        state = app.invoke({"messages": [("user", question(turn))]}, config)
+        return str(state["messages"][-1].content)
+
+    return _turns(invoke, model)
