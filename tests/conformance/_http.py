@@ -7,6 +7,9 @@ asserts on what the provider class really sent. Answers are scripted per test wi
 :meth:`Emulator.script` (a queue of :class:`Text`, :class:`Calls` and :class:`Json` replies, used
 in order); when the queue is empty the answer is :data:`DEFAULT_TEXT`.
 
+Every answer closes its connection (``Connection: close``): no client keeps a socket to a server
+that a test stops, or to an event loop that ``asyncio.run`` closed.
+
 Subclasses implement :meth:`Emulator.handle`: validate the body as the service does and answer,
 or refuse with the provider's own error body.
 """
@@ -219,6 +222,8 @@ def _send_json(http: BaseHTTPRequestHandler, status: int, body: dict[str, Any]) 
     http.send_response(status)
     http.send_header("Content-Type", "application/json")
     http.send_header("Content-Length", str(len(data)))
+    http.send_header("Connection", "close")
+    http.close_connection = True
     http.end_headers()
     http.wfile.write(data)
 
@@ -228,6 +233,8 @@ def _send_events(http: BaseHTTPRequestHandler, events: Iterable[tuple[str | None
     http.send_header("Content-Type", "text/event-stream")
     http.send_header("Cache-Control", "no-cache")
     http.send_header("Transfer-Encoding", "chunked")
+    http.send_header("Connection", "close")
+    http.close_connection = True
     http.end_headers()
     for event, data in events:
         frame = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
