@@ -25,6 +25,10 @@ from tests.conformance._http import Text
 from tests.conformance._lc import TOOLS, lc_messages, run
 from tests.conformance.conftest import assert_conforms, assert_refused_without_guard, guard_note
 
+#: the older anthropic SDKs (make test-lowest) warn that the dated Claude models retire
+_RETIRING = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+pytestmark = _RETIRING
+
 Model = Runnable[Any, Any]
 
 
