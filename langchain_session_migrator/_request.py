@@ -48,9 +48,9 @@ from session_migrator import (
 from session_migrator import (
     RequestFitter as CoreRequestFitter,
 )
+from session_migrator import requested_output as core_requested_output
 
 __all__ = [
-    "OUTPUT_KEYS",
     "TOKENS_PER_TOOL",
     "RequestFitter",
     "binding_payloads",
@@ -63,16 +63,6 @@ __all__ = [
 _SYSTEM_ID = "session-migrator-system"
 #: The keyword arguments of a call or a binding that the provider is sent beside the messages.
 _SENT_KWARGS = ("tools", "functions", "response_format")
-#: Where provider classes keep the output a request asks for, most specific first (OpenAI's
-#: ``max_completion_tokens``, the common ``max_tokens``, Gemini's ``max_output_tokens``,
-#: Ollama's ``num_predict``, Hugging Face's ``max_new_tokens``).
-OUTPUT_KEYS = (
-    "max_completion_tokens",
-    "max_tokens",
-    "max_output_tokens",
-    "num_predict",
-    "max_new_tokens",
-)
 
 
 def tool_payload(tool: Any) -> Any:
@@ -105,39 +95,25 @@ def payload_tokens(payloads: Iterable[Any], counter: TokenCounter) -> int:
     return schema_tokens(payloads, counter)
 
 
-def _tokens(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
-
-
 def requested_output(model: Any, kwargs: Mapping[str, Any] | None = None) -> tuple[int | None, str]:
     """The output tokens a request of ``model`` with ``kwargs`` asks for, and the name it goes
-    by (for an error that asks to lower it); ``(None, "max_tokens")`` when it does not say.
+    by (for an error that asks to lower it); ``(None, "max_tokens")`` when it does not say:
+    ``kwargs``, the model's ``model_kwargs``, its fields, then ``_get_ls_params()``.
 
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
     >>> requested_output(FakeListChatModel(responses=["ok"]), {"max_tokens": 300})
     (300, 'max_tokens')
     """
-    for source in (kwargs or {}, getattr(model, "model_kwargs", None) or {}):
-        if isinstance(source, Mapping):
-            for key in OUTPUT_KEYS:
-                found = _tokens(source.get(key))
-                if found is not None:
-                    return found, key
-    for key in OUTPUT_KEYS:
-        found = _tokens(getattr(model, key, None))
-        if found is not None:
-            return found, key
+    found = core_requested_output(kwargs, getattr(model, "model_kwargs", None), model=model)
+    if found[0] is not None:
+        return found
     get_params = getattr(model, "_get_ls_params", None)
     if callable(get_params):
-        try:
-            found = _tokens(get_params().get("ls_max_tokens"))
-        except Exception:  # a provider class's own bookkeeping must not break a request
-            found = None
-        if found is not None:
-            return found, "max_tokens"
-    return None, "max_tokens"
+        try:  # a provider class's own bookkeeping must not break a request
+            return core_requested_output({"max_tokens": get_params().get("ls_max_tokens")})
+        except Exception:
+            pass
+    return found
 
 
 def provider_of(model: Any) -> str | None:

@@ -26,6 +26,7 @@ from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPU
 from llama_index.core.llms import LLM
 
 from session_migrator import ModelWindow, UnknownModelError, infer_tokenizer, lookup_model
+from session_migrator import requested_output as core_requested_output
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -35,9 +36,6 @@ __all__ = [
     "window_for",
     "window_from_metadata",
 ]
-
-#: Where LLM classes and their ``additional_kwargs`` keep the output a request asks for.
-OUTPUT_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens", "num_predict")
 
 #: What a model may be given as: a name, a LlamaIndex LLM, or a window.
 ModelLike = str | LLM | ModelWindow
@@ -132,19 +130,11 @@ def requested_output(llm: Any, kwargs: Mapping[str, Any] | None = None) -> tuple
     >>> requested_output(MockLLM(max_tokens=64))
     (64, 'max_tokens')
     """
-    for source in (kwargs or {}, getattr(llm, "additional_kwargs", None) or {}):
-        if isinstance(source, Mapping):
-            for key in OUTPUT_KEYS:
-                found = _positive(source.get(key))
-                if found is not None:
-                    return found, key
-    for key in OUTPUT_KEYS:
-        found = _positive(getattr(llm, key, None))
-        if found is not None:
-            return found, key
+    found = core_requested_output(kwargs, getattr(llm, "additional_kwargs", None), model=llm)
+    if found[0] is not None:
+        return found
     metadata = getattr(llm, "metadata", None)
-    found = _positive(getattr(metadata, "num_output", None))
-    return found, "max_tokens"
+    return _positive(getattr(metadata, "num_output", None)), "max_tokens"
 
 
 def provider_of(llm: Any) -> str | None:

@@ -65,12 +65,14 @@ from session_migrator._recalibration import recalibrate_from_exact
 from session_migrator._redact import redact_secrets
 from session_migrator._related import RecallScope, RelatedSession, RelatedSessions
 from session_migrator._request import (
+    OUTPUT_SETTINGS,
     TOKENS_PER_TOOL,
     RequestFit,
     RequestFitter,
     fit_request,
     output_reserve,
     output_rule,
+    requested_output,
     schema_tokens,
 )
 from session_migrator._rules import chat_rule_violations
@@ -109,6 +111,7 @@ from session_migrator.store import arelated_sessions, open_store, related_sessio
 __all__ = [
     "DEFAULT_SLACK",
     "MARKER_KEY",
+    "OUTPUT_SETTINGS",
     "SUMMARY_PROMPT",
     "TOKENS_PER_MESSAGE",
     "TOKENS_PER_TOOL",
@@ -187,6 +190,7 @@ __all__ = [
     "refresh_models",
     "register_model",
     "related_sessions",
+    "requested_output",
     "reset_calibration",
     "schema_tokens",
     "summary_request",

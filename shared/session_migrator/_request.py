@@ -30,7 +30,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -49,6 +49,7 @@ from session_migrator._tokens import TokenCounter
 from session_migrator._windows import DEFAULT_OUTPUT_FRACTION, ModelWindow
 
 __all__ = [
+    "OUTPUT_SETTINGS",
     "TOKENS_PER_TOOL",
     "OutputReserveError",
     "OutputRule",
@@ -57,6 +58,7 @@ __all__ = [
     "fit_request",
     "output_reserve",
     "output_rule",
+    "requested_output",
     "schema_tokens",
 ]
 
@@ -72,6 +74,49 @@ _FOLD_RETRIES = 3
 _OLD_CLAUDE = re.compile(r"claude-(instant|2|3-(opus|sonnet|haiku)|3-5)", re.IGNORECASE)
 _GEMINI_PROVIDERS = frozenset({"google", "gemini", "vertex", "vertex_ai", "google_genai"})
 _ANTHROPIC_PROVIDERS = frozenset({"anthropic", "bedrock_anthropic"})
+
+
+#: Where provider classes and their request kwargs keep the output a request asks for, most
+#: specific first: OpenAI's ``max_completion_tokens``, the common ``max_tokens``, Gemini's
+#: ``max_output_tokens``, Ollama's ``num_predict``, Hugging Face's ``max_new_tokens``.
+OUTPUT_SETTINGS = (
+    "max_completion_tokens",
+    "max_tokens",
+    "max_output_tokens",
+    "num_predict",
+    "max_new_tokens",
+)
+
+
+def requested_output(
+    *sources: Mapping[str, Any] | None, model: Any = None
+) -> tuple[int | None, str]:
+    """The output tokens a request asks for, and the setting's name: the first positive whole
+    number under one of :data:`OUTPUT_SETTINGS` in ``sources`` (a call's kwargs, bound kwargs,
+    a class's extra kwargs: most specific first), then among ``model``'s attributes;
+    ``(None, "max_tokens")`` when none says.
+
+    >>> requested_output({"temperature": 0}, {"max_completion_tokens": 3000})
+    (3000, 'max_completion_tokens')
+    """
+    for source in sources:
+        if isinstance(source, Mapping):
+            for key in OUTPUT_SETTINGS:
+                found = _positive(source.get(key))
+                if found is not None:
+                    return found, key
+    if model is not None:
+        for key in OUTPUT_SETTINGS:
+            found = _positive(getattr(model, key, None))
+            if found is not None:
+                return found, key
+    return None, "max_tokens"
+
+
+def _positive(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
 
 
 def output_rule(window: ModelWindow, provider: str | None = None) -> OutputRule:

@@ -35,7 +35,7 @@ PUBLIC = {
         "related_sessions",
         # one whole provider request (docs/requests.md)
         "OutputReserveError", "RequestFit", "RequestFitter", "TOKENS_PER_TOOL", "fit_request",
-        "output_reserve", "output_rule", "schema_tokens",
+        "output_reserve", "output_rule", "schema_tokens", "OUTPUT_SETTINGS", "requested_output",
     ],
     "session_migrator.store": [
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",
