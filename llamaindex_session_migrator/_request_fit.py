@@ -21,7 +21,6 @@ rolling summary of a long agent run is extended call after call.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -41,11 +40,10 @@ from session_migrator import (
     Summary,
     TokenCounter,
     counter_for,
-    schema_tokens,
 )
 from session_migrator import RequestFitter as CoreRequestFitter
 
-__all__ = ["TOKENS_PER_TOOL", "RequestFitter", "tool_schema", "tool_schema_text"]
+__all__ = ["TOKENS_PER_TOOL", "RequestFitter", "tool_schema"]
 
 
 def tool_schema(tool: Any) -> Any:
@@ -59,15 +57,6 @@ def tool_schema(tool: Any) -> Any:
         except Exception:  # a tool whose schema cannot be built is counted by its text
             return str(tool)
     return tool
-
-
-def tool_schema_text(tool: Any) -> str:
-    """The JSON a tool is described by (see :func:`tool_schema`)."""
-    schema = tool_schema(tool)
-    try:
-        return json.dumps(schema, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(schema)
 
 
 def _fingerprint(message: ChatMessage) -> tuple[Any, ...]:
@@ -121,11 +110,6 @@ class RequestFitter:
     @staticmethod
     def counter(window: ModelWindow) -> TokenCounter:
         return counter_for(window.tokenizer, model=window.name)
-
-    @staticmethod
-    def tool_tokens(tools: Sequence[Any], counter: TokenCounter) -> int:
-        """What ``tools`` cost in the request."""
-        return schema_tokens((tool_schema(t) for t in tools), counter)
 
     # -- conversion --------------------------------------------------------------------------
 

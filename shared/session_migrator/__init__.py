@@ -61,18 +61,20 @@ from session_migrator._models import (
 )
 from session_migrator._nesting import check_nesting
 from session_migrator._online_counters import AnthropicCounter, GeminiCounter
+from session_migrator._output import (
+    OUTPUT_SETTINGS,
+    output_reserve,
+    output_rule,
+    requested_output,
+)
 from session_migrator._recalibration import recalibrate_from_exact
 from session_migrator._redact import redact_secrets
 from session_migrator._related import RecallScope, RelatedSession, RelatedSessions
 from session_migrator._request import (
-    OUTPUT_SETTINGS,
     TOKENS_PER_TOOL,
     RequestFit,
     RequestFitter,
     fit_request,
-    output_reserve,
-    output_rule,
-    requested_output,
     schema_tokens,
 )
 from session_migrator._rules import chat_rule_violations

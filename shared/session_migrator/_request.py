@@ -27,12 +27,11 @@ cut messages.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from session_migrator._errors import BudgetError, OutputReserveError
 from session_migrator._fits import PendingToolCalls
@@ -43,132 +42,19 @@ from session_migrator._migrate import (
     migrate,
     resolve_target,
 )
+from session_migrator._output import check_tokens, output_reserve
 from session_migrator._strategies import Compressor
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import TokenCounter
-from session_migrator._windows import DEFAULT_OUTPUT_FRACTION, ModelWindow
+from session_migrator._windows import ModelWindow
 
-__all__ = [
-    "OUTPUT_SETTINGS",
-    "TOKENS_PER_TOOL",
-    "OutputReserveError",
-    "OutputRule",
-    "RequestFit",
-    "RequestFitter",
-    "fit_request",
-    "output_reserve",
-    "output_rule",
-    "requested_output",
-    "schema_tokens",
-]
+__all__ = ["TOKENS_PER_TOOL", "RequestFit", "RequestFitter", "fit_request", "schema_tokens"]
 
 #: Tokens counted per tool (or schema) on top of its JSON (name, framing).
 TOKENS_PER_TOOL = 8
-#: How the output a request asks for shares the window with its input (see the module docstring).
-OutputRule = Literal["shared", "clamped", "separate"]
-#: The fewest output tokens held back when a request says nothing: room for a short reply.
-MIN_REPLY_TOKENS = 256
 #: How often a fit is redone with the overshoot held back (folding a note into the system
 #: message costs a token or two the fit did not count).
 _FOLD_RETRIES = 3
-_OLD_CLAUDE = re.compile(r"claude-(instant|2|3-(opus|sonnet|haiku)|3-5)", re.IGNORECASE)
-_GEMINI_PROVIDERS = frozenset({"google", "gemini", "vertex", "vertex_ai", "google_genai"})
-_ANTHROPIC_PROVIDERS = frozenset({"anthropic", "bedrock_anthropic"})
-
-
-#: Where provider classes and their request kwargs keep the output a request asks for, most
-#: specific first: OpenAI's ``max_completion_tokens``, the common ``max_tokens``, Gemini's
-#: ``max_output_tokens``, Ollama's ``num_predict``, Hugging Face's ``max_new_tokens``.
-OUTPUT_SETTINGS = (
-    "max_completion_tokens",
-    "max_tokens",
-    "max_output_tokens",
-    "num_predict",
-    "max_new_tokens",
-)
-
-
-def requested_output(
-    *sources: Mapping[str, Any] | None, model: Any = None
-) -> tuple[int | None, str]:
-    """The output tokens a request asks for, and the setting's name: the first positive whole
-    number under one of :data:`OUTPUT_SETTINGS` in ``sources`` (a call's kwargs, bound kwargs,
-    a class's extra kwargs: most specific first), then among ``model``'s attributes;
-    ``(None, "max_tokens")`` when none says.
-
-    >>> requested_output({"temperature": 0}, {"max_completion_tokens": 3000})
-    (3000, 'max_completion_tokens')
-    """
-    for source in sources:
-        if isinstance(source, Mapping):
-            for key in OUTPUT_SETTINGS:
-                found = _positive(source.get(key))
-                if found is not None:
-                    return found, key
-    if model is not None:
-        for key in OUTPUT_SETTINGS:
-            found = _positive(getattr(model, key, None))
-            if found is not None:
-                return found, key
-    return None, "max_tokens"
-
-
-def _positive(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
-
-
-def output_rule(window: ModelWindow, provider: str | None = None) -> OutputRule:
-    """How ``window``'s provider counts the output a request asks for.
-
-    ``provider`` (e.g. ``"anthropic"``, as a framework names it) wins over the window's own.
-
-    >>> from session_migrator import lookup_model
-    >>> output_rule(lookup_model("gpt-4o")), output_rule(lookup_model("claude-sonnet-4"))
-    ('shared', 'shared')
-    >>> output_rule(lookup_model("claude-3-haiku-20240307"))
-    'clamped'
-    >>> output_rule(lookup_model("gemini-2.5-pro"))
-    'separate'
-    """
-    name = (provider or window.provider or "").lower().replace("-", "_")
-    if name in _GEMINI_PROVIDERS or (not provider and window.tokenizer == "gemini"):
-        return "separate"
-    if name in _ANTHROPIC_PROVIDERS or "claude" in window.name.lower():
-        return "clamped" if _OLD_CLAUDE.search(window.name) else "shared"
-    return "shared"
-
-
-def default_reserve(window: ModelWindow) -> int:
-    """The output held back when a request does not say: the model's output cap, at most a
-    quarter of the window, at least a short reply's room (and never the whole window)."""
-    quarter = int(window.context_window * DEFAULT_OUTPUT_FRACTION)
-    cap = window.max_output_tokens if window.max_output_tokens is not None else quarter
-    floor = min(MIN_REPLY_TOKENS, cap, window.context_window // 2)
-    return max(min(cap, quarter), floor)
-
-
-def output_reserve(
-    window: ModelWindow, requested: int | None = None, *, provider: str | None = None
-) -> tuple[int, str]:
-    """The output tokens to hold back from ``window``'s input for a request that asks for
-    ``requested`` (``None``: it does not say), and where the number came from: ``"request"`` or
-    ``"default"`` (see :func:`default_reserve`).
-
-    Under the ``separate`` rule (Gemini) the output takes no input room: the reserve is 0,
-    ``"separate"``. Under ``clamped`` (Claude before 3.7) the service shortens the output
-    itself: the reserve is the smaller of ``requested`` and the default.
-    """
-    requested = _check_tokens("max_tokens", requested)
-    rule = output_rule(window, provider)
-    if rule == "separate":
-        return 0, "separate"
-    if requested is None:
-        return default_reserve(window), "default"
-    if rule == "clamped":
-        return min(requested, default_reserve(window)), "request"
-    return requested, "request"
 
 
 def schema_tokens(schemas: Iterable[Any], counter: TokenCounter) -> int:
@@ -245,9 +131,9 @@ def fit_request(
     """
     window = resolve_target(target)
     counter = counter or default_counter(window)
-    reserve_tokens = _check_tokens("reserve_tokens", reserve_tokens) or 0
+    reserve_tokens = check_tokens("reserve_tokens", reserve_tokens) or 0
     if reserve_output is not None:
-        reserve, source = _check_tokens("reserve_output", reserve_output) or 0, "explicit"
+        reserve, source = check_tokens("reserve_output", reserve_output) or 0, "explicit"
     else:
         reserve, source = output_reserve(window, max_output_tokens, provider=provider)
     schemas = [*tools, *([response_format] if response_format is not None else [])]
@@ -271,8 +157,6 @@ def fit_request(
                 extra_reserved=held,
                 pending_tool_calls=pending_tool_calls,
             )
-        except OutputReserveError:
-            raise
         except BudgetError as exc:
             if source != "request":
                 raise
@@ -293,16 +177,6 @@ def fit_request(
     result.report.tokens_after = counter.count_messages(sent)
     result.report.messages_after = len(sent)
     return RequestFit(sent, result.report, True, source, extra, result.summary)
-
-
-def _check_tokens(label: str, value: int | None) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{label} must be a whole number of tokens, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{label} must not be negative, got {value}")
-    return value
 
 
 def _check_room(window: ModelWindow, reserve: int, extra: int, parameter: str) -> None:
@@ -417,8 +291,8 @@ class RequestFitter:
         reserve_tokens: int = 0,
         max_summaries: int = 256,
     ) -> None:
-        _check_tokens("reserve_output", reserve_output)
-        _check_tokens("reserve_tokens", reserve_tokens)
+        check_tokens("reserve_output", reserve_output)
+        check_tokens("reserve_tokens", reserve_tokens)
         self.strategy = strategy
         self.summarizer = summarizer
         self.reserve_output = reserve_output
