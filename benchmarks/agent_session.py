@@ -24,7 +24,7 @@ from typing import Any
 
 from benchmarks._conversation import conversation
 from session_migrator import Message, ModelWindow, counter_for, messages_from_openai, migrate
-from session_migrator._tiers import TOOL_OUTPUT_CHARS, _shrunk
+from session_migrator._tiers import TOOL_OUTPUT_CHARS, shrunk_output
 
 STRATEGIES = ("trim", "summarize", "recall", "auto")
 SHARES = (0.95, 0.70, 0.50, 0.25, 0.10)
@@ -52,7 +52,7 @@ def _users_first(messages: Sequence[Message], sent: Sequence[Message], counter: 
     for m in [m for m in messages if m.role == "tool"][:-3]:
         out = kept.get(m.id)
         if out is not None:
-            least = _shrunk(m, TOOL_OUTPUT_CHARS[-1]) or m
+            least = shrunk_output(m, TOOL_OUTPUT_CHARS[-1]) or m
             freed += max(counter.count_message(out) - counter.count_message(least), 0)
     return freed < turn
 

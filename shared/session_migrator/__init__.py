@@ -27,7 +27,6 @@ from session_migrator._errors import (
     SummarizerError,
     UnknownModelError,
 )
-from session_migrator._fit import check_slack, truncate_text
 from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator._live import is_stale as models_cache_is_stale
 from session_migrator._live import refresh as refresh_models
@@ -106,6 +105,8 @@ from session_migrator._tokens import (
     calibrate,
     counter_for,
 )
+from session_migrator._truncate import truncate_text
+from session_migrator._units import check_slack
 from session_migrator._version import __version__
 from session_migrator._windows import Budget, ModelWindow
 from session_migrator.store import arelated_sessions, open_store, related_sessions

@@ -11,21 +11,24 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from session_migrator._errors import BudgetError
-from session_migrator._fit import (
-    Layout,
-    build_units,
-    fit_recent,
-    grow_recent,
-    truncate_message,
-)
+from session_migrator._fit import fit_recent, grow_recent
 from session_migrator._lead import note, note_reserve, summary_message
 from session_migrator._messages import Message
 from session_migrator._result import CompressionResult, broken_note, latest_user_text
 from session_migrator._steady import Steady, again, ids_without
 from session_migrator._summarizers import Summarizer, Summary
-from session_migrator._tiers import give_back, not_larger, shrink_tool_outputs
+from session_migrator._tiers import given_back, shrink_tool_outputs, with_shrunk
 from session_migrator._tokens import REPLY_PRIMING, TokenCounter
+from session_migrator._truncate import truncate_message
+from session_migrator._units import Layout, build_units, cut_messages, is_step_result
 from session_migrator._when import about_the_past, day_tokens, when_line
+from session_migrator._working import (
+    check_turn_kept,
+    current_turn,
+    shrink_current_turn,
+    turn_kept,
+    turn_squeezed,
+)
 
 #: The share of the room recall may take when the question is about the past.
 PAST_RECALL_SHARE = 0.7
@@ -64,7 +67,7 @@ class _Engine:
         system, system_truncated = self._fit_system(messages, layout, budget, counter)
         system_cost = sum(counter.count_message(m) for m in system)
         available = budget - REPLY_PRIMING - system_cost
-        if layout.counted_from and not _newest_counted_enough(layout, available):
+        if layout.counted_from and not _newest_counted_enough(layout, messages, available):
             # the counted newest units alone do not show where the fit stops (unusual: broken
             # messages among them, or one huge turn): count the rest
             layout = build_units(
@@ -75,14 +78,25 @@ class _Engine:
         if layout.broken:
             notes.append(broken_note(len(layout.broken)))
         originals: dict[str, Message] = {}
+        shrunk_at: dict[int, Message] = {}  # (the same originals, by position)
+        in_turn: dict[int, Message] = {}  # (those of the current turn)
         searched = messages  # what recall ranks: the messages as given, tool outputs whole
+        turn = current_turn(messages, layout)  # (the unit the agent's current turn opens)
         if layout.counted_from or layout.units_cost > available:
-            # the first tier: old tool outputs shrink before any turn is left out (a ledger's
-            # shrunk view keeps its cut between fits in a cache of its own: see _tiers)
-            tiered = shrink_tool_outputs(messages, layout, available, counter)
+            # the first tier: older turns' tool outputs shrink before any turn is left out (a
+            # ledger's shrunk view keeps its cut between fits in a cache of its own: see
+            # _tiers); then, when the current turn alone is over, its own (see _working)
+            start = layout.units[turn].indices[0] if turn < len(layout.units) else len(messages)
+            tiered = shrink_tool_outputs(messages, layout, available, counter, start)
             if tiered is not None:
-                messages, layout, shrunk = tiered
-                originals = {m.id: m for m in shrunk.values()}
+                messages, layout, shrunk_at = tiered
+            working = shrink_current_turn(messages, layout, turn, available, counter)
+            if working is not None:
+                messages, layout, in_turn = working
+                shrunk_at.update(in_turn)
+                if layout.cache is not None:
+                    layout.cache.pop("steady", None)  # (a kept cut of older turns goes first)
+            originals = {m.id: m for m in shrunk_at.values()}
         if layout.units_cost <= available and not layout.counted_from:
             # everything but the broken messages fits; what is sent opens with a user message
             # all the same (Anthropic and Gemini reject a conversation the model's turn opens)
@@ -95,7 +109,7 @@ class _Engine:
             whole = self._result(
                 messages, system, None, [], kept, None, [], system_truncated, fallbacks, notes
             )
-            return _given_back(whole, originals, budget, counter) if originals else whole
+            return given_back(whole, originals, budget, counter) if originals else whole
         if query is None:
             query = latest_user_text(messages)
         # a question that names a day is searched by that day's token too; one about the past
@@ -108,7 +122,8 @@ class _Engine:
         # (a kept cut keeps its split of the room: a new question is answered within it)
         steady_key = (self.name, budget, tuple(layout.system), system_cost)
         # where a cut is kept between fits (a ledger's, with slack): None, cut afresh each time
-        keeps = layout.cache if layout.slack > 0 and not system_truncated else None
+        # (not while the current turn is shrunk: older turns give way first, so cut afresh)
+        keeps = layout.cache if layout.slack > 0 and not system_truncated and not in_turn else None
         if keeps is not None:
             held = keeps.get("steady")
             if isinstance(held, Steady) and held.key == steady_key:
@@ -116,7 +131,7 @@ class _Engine:
                     self, held, messages, layout, system_cost, budget, counter, search, searched
                 )
                 if reused is not None:
-                    return _with_shrunk(reused, originals, counter) if originals else reused
+                    return with_shrunk(reused, originals, counter) if originals else reused
 
         extra_room = self._extras_reserve(available, summary_share, recall_share)
         reserve = int((available - extra_room) * layout.slack) if keeps is not None else 0
@@ -125,7 +140,9 @@ class _Engine:
             tries = dict.fromkeys([(extra_room, reserve), (extra_room, 0), (0, 0)])
             for attempt, (extra_room, reserve) in enumerate(tries):
                 try:
-                    recent = fit_recent(messages, layout, available - extra_room - reserve, counter)
+                    recent = fit_recent(
+                        messages, layout, available - extra_room - reserve, counter, turn, shrunk_at
+                    )
                     break
                 except ValueError:
                     if attempt == len(tries) - 1:
@@ -149,7 +166,17 @@ class _Engine:
             left = _cost_up_to(layout, messages, counter, newest_cut, extra_room)
             need = left + note_reserve(messages, layout, counter) if left else 0
             if need < extra_room:
-                recent = fit_recent(messages, layout, available - need - reserve, counter)
+                recent = fit_recent(
+                    messages, layout, available - need - reserve, counter, turn, shrunk_at
+                )
+        if (extra_room or reserve) and turn_squeezed(recent, layout, turn, messages):
+            # the current turn's work comes before a summary, recall or free room
+            reserve = 0
+            recent = fit_recent(messages, layout, available, counter, turn, shrunk_at)
+        if not turn_kept(recent, layout, turn, messages):
+            whole_system = sum(counter.count_message(messages[i]) for i in layout.system)
+            fixed = REPLY_PRIMING + whole_system
+            check_turn_kept(recent, layout, turn, messages, budget, fixed, counter, shrunk_at)
         room = available - recent.cost - reserve
 
         recalled: list[Message] = []
@@ -206,7 +233,7 @@ class _Engine:
 
         # the summary covers the whole cut stretch (recalled turns too), so that its range is
         # contiguous and the next call can extend it with only the newly cut messages
-        cut, span = _cut_messages(messages, layout, recent.cut)
+        cut, span = cut_messages(messages, layout, recent.cut)
         if recalled:
             recalled_ids = {m.id for m in recalled}
             left_out = [m for m in cut if m.id not in recalled_ids]
@@ -261,9 +288,9 @@ class _Engine:
             raise AssertionError(f"{self.name} produced {total} tokens for a budget of {budget}")
         result = replace(result, tokens=total)
         if originals and keeps is None:
-            return _given_back(result, originals, budget, counter)
+            return given_back(result, originals, budget, counter)
         if originals:  # a kept cut's free room stays free (its slack): nothing is given back
-            result = _with_shrunk(result, originals, counter)
+            result = with_shrunk(result, originals, counter)
         if keeps is None:
             return result
         if span is None or recent.truncated_ids or recent.cut != (range(recent.first_unit),):
@@ -396,38 +423,6 @@ class _Engine:
         )
 
 
-def _given_back(
-    result: CompressionResult,
-    originals: dict[str, Message],
-    budget: int,
-    counter: TokenCounter,
-) -> CompressionResult:
-    """``result`` with the room it leaves given back to its shrunk tool outputs (see
-    :mod:`session_migrator._tiers`), and every output still cut reported as cut inside."""
-    total = counter.count_messages(result.messages)
-    sent, _, whole = give_back(result.messages, originals, budget - total, counter)
-    tokens = counter.count_messages(sent)
-    if tokens > budget:  # pragma: no cover - counts add up per message; a safeguard
-        sent, whole, tokens = result.messages, set(), total
-    shrunk = {k: v for k, v in originals.items() if k not in whole}
-    return _with_shrunk(replace(result, messages=sent, tokens=tokens), shrunk, counter)
-
-
-def _with_shrunk(
-    result: CompressionResult, originals: dict[str, Message], counter: TokenCounter
-) -> CompressionResult:
-    """``result`` with its shrunk tool outputs reported as cut inside, and any that saves no
-    token (a recalled one the layout did not count) sent whole instead."""
-    sent, tokens = not_larger(result.messages, originals, counter)
-    truncated = list(result.truncated_ids)
-    seen = set(truncated)
-    truncated += [
-        m.id for m in sent if m.id in originals and m is not originals[m.id] and m.id not in seen
-    ]
-    counted = None if result.tokens is None else result.tokens - tokens
-    return replace(result, messages=sent, truncated_ids=truncated, tokens=counted)
-
-
 def _cost_up_to(
     layout: Layout,
     messages: Sequence[Message],
@@ -445,9 +440,10 @@ def _cost_up_to(
     return total
 
 
-def _newest_counted_enough(layout: Layout, budget: int) -> bool:
+def _newest_counted_enough(layout: Layout, messages: Sequence[Message], budget: int) -> bool:
     """Whether a fit reads no uncounted cost: the counted newest units alone are over
-    ``budget`` and hold the newest turn's start.
+    ``budget`` and hold the start of the newest turn in the user's own words (a step's result
+    sent as a user message does not start one).
     """
     total = 0
     turn = False
@@ -455,27 +451,7 @@ def _newest_counted_enough(layout: Layout, budget: int) -> bool:
         if unit.indices[0] < layout.counted_from:
             return False
         total += unit.cost
-        turn = turn or unit.starts_turn
+        turn = turn or (unit.starts_turn and not is_step_result(messages[unit.indices[0]]))
         if total > budget and turn:
             return True
     return False
-
-
-def _cut_messages(
-    messages: Sequence[Message], layout: Layout, cut: tuple[range, ...]
-) -> tuple[list[Message], tuple[int, int] | None]:
-    """The messages of the cut units and the broken messages, in order; and, when they are the
-    slice ``messages[start:stop]`` holding every non-system message outside the kept units,
-    ``(start, stop)``.
-    """
-    units = layout.units
-    ranges = [r for r in cut if r]
-    if layout.contiguous and len(ranges) <= 1:
-        if not ranges:
-            return [], (0, 0)
-        r = ranges[0]
-        start = units[r.start].indices[0]
-        stop = units[r.stop].indices[0] if r.stop < len(units) else len(messages)
-        return list(messages[start:stop]), (start, stop)
-    indices = [i for r in ranges for k in r for i in units[k].indices]
-    return [messages[i] for i in sorted(indices + layout.broken)], None

@@ -1,288 +1,29 @@
-"""The mechanics every strategy shares: units, the newest-suffix walk, and cutting inside a message.
+"""The newest-suffix walk every strategy shares, and cutting a turn larger than the room.
 
-A *unit* is what is kept or dropped whole: a user message, a plain assistant message, or an
-assistant message with tool calls together with the tool results that answer it. A *turn* starts
-at a user message. The kept suffix always starts at a turn, so the first message after the system
-prompt is a user message, and no unit is ever split, so no tool result is orphaned.
-
-The walk reads cached per-message counts, newest first, and stops at the first unit that does not
-fit: one pass over the kept messages (plus one). A :class:`Ledger` keeps the counts and units of a
-growing conversation up to date one append at a time, so that a re-fit after a new message does
-not walk the whole conversation again.
+The kept suffix always starts at a turn (see :mod:`session_migrator._units`), so the first
+message after the system prompt is a user message, and no unit is ever split, so no tool result
+is orphaned. The walk reads cached per-message counts, newest first, and stops at the first unit
+that does not fit: one pass over the kept messages (plus one). When not even the current turn
+fits, its opening message and its steps are cut inside, every tool call kept.
 """
 
 from __future__ import annotations
 
-import bisect
-import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from session_migrator._messages import Message
 from session_migrator._tokens import TokenCounter
 from session_migrator._truncate import (
     MIN_TRUNCATED_TOKENS,
+    shorten_call,
+    smallest_cost,
     truncate_message,
-    truncate_text,
     truncate_unit,
 )
+from session_migrator._units import Layout, Unit, work_units
 
-__all__ = [
-    "Fitted",
-    "Layout",
-    "Ledger",
-    "Unit",
-    "build_units",
-    "check_slack",
-    "fit_recent",
-    "paired",
-    "truncate_message",
-    "truncate_text",
-    "truncate_unit",
-]
-
-
-@dataclass(slots=True)
-class Unit:
-    """Messages kept or dropped together (indices into the original sequence).
-
-    ``awaiting`` holds the call ids still without a result (``None``: none; only a unit that
-    starts with tool calls has a set, so a plain message allocates none).
-    """
-
-    indices: list[int]
-    cost: int
-    starts_turn: bool
-    awaiting: set[str] | None = None
-
-    @property
-    def complete(self) -> bool:
-        return not self.awaiting
-
-
-@dataclass(slots=True)
-class Layout:
-    """A conversation split into pinned system messages, units, and broken messages.
-
-    ``ids`` are the messages' ids, ``units_cost`` the sum of the units' costs, and
-    ``system_first`` says that every system message comes before the first unit (so that, with
-    no broken message, the messages of units ``[a, b)`` are one contiguous slice). ``cache`` is
-    state a strategy may keep from one fit of a growing conversation to the next (a
-    :class:`Ledger`'s; ``None``: nothing is kept).
-
-    ``slack`` (a :class:`Ledger`'s): the share of the room for the newest turns that a cut leaves
-    free, so that the next messages fit without cutting again (see :class:`Ledger`).
-
-    ``keep_pending``: the newest assistant tool call, while it awaits its results, is a unit
-    (the last), not broken: its results come with the next input (see :meth:`Ledger.layout`).
-
-    ``counted_from``: the messages before this index that are not system messages were not
-    counted (their units' costs are 0): a cold migration counts
-    the newest messages only until they are over the budget. Only the newest units are read by
-    cost; whoever needs a cut unit's cost counts its messages (:meth:`unit_cost`).
-    """
-
-    system: list[int]
-    units: list[Unit]
-    broken: list[int]
-    ids: Sequence[str] = ()
-    units_cost: int = 0
-    system_first: bool = True
-    cache: dict[str, Any] | None = None
-    counted_from: int = 0
-    slack: float = 0.0
-    keep_pending: bool = False
-
-    @property
-    def contiguous(self) -> bool:
-        """Whether the messages of any run of consecutive units are one slice."""
-        return self.system_first and not self.broken
-
-    def unit_cost(self, unit: Unit, messages: Sequence[Message], counter: TokenCounter) -> int:
-        """The unit's cost, counting its messages if they were not counted."""
-        if unit.indices[0] >= self.counted_from:
-            return unit.cost
-        return sum(counter.count_message(messages[i]) for i in unit.indices)
-
-
-class Ledger:
-    """The per-message counts and the units of a conversation that grows at its end.
-
-    :meth:`extend` counts only the new messages (with ``count``, e.g. a counter's cached
-    ``count_message``) and files them into units;
-    :meth:`layout` is the current :class:`Layout` without walking the conversation again, an
-    assistant tool call whose results have not all come yet being reported broken for now (as
-    :func:`build_units` does). Not thread-safe: its owner serialises access.
-
-    With a ``slack`` (a share, e.g. ``0.05``), a fit that has to cut leaves that share of the room
-    for the newest turns free, and the next fits keep the same cut (the same summary, the same
-    older turns) for as long as the new messages fit in what is left: a re-fit then reads only
-    the kept messages' counts, and the prompt's head stays the same from one call to the next
-    (which keeps a provider's prompt cache warm). ``0`` re-cuts at every fit, as
-    :func:`~session_migrator.migrate` does.
-    """
-
-    def __init__(self, count: Callable[[Message], int], *, slack: float = 0.0) -> None:
-        self._count = count
-        self.slack = check_slack(slack)
-        self.messages: list[Message] = []
-        self.ids: list[str] = []
-        self.total = 0  # every message's cost, system and broken ones included
-        self._system: list[int] = []
-        self._units: list[Unit] = []
-        self._broken: list[int] = []
-        self._units_cost = 0  # of the complete units, the open one excluded
-        self._open: Unit | None = None  # the newest unit, while it awaits tool results
-        self._system_first = True
-        #: what strategies keep between fits of these messages (see :attr:`Layout.cache`)
-        self.cache: dict[str, Any] = {}
-
-    def __len__(self) -> int:
-        return len(self.messages)
-
-    @property
-    def settled_broken(self) -> list[int]:
-        """The messages broken for good, in order: tool results without their call, and calls
-        whose results did not all come before the next message. Not the newest call while it
-        awaits its results (shared: callers must not change it).
-        """
-        return self._broken
-
-    def extend(self, messages: Sequence[Message], costs: Sequence[int] | None = None) -> None:
-        """File ``messages`` (the ones after those already in the ledger) into units.
-
-        ``costs`` are their counts when the caller has them already (else they are counted).
-        """
-        if costs is None:
-            costs = [self._count(m) for m in messages]
-        start = len(self.messages)
-        self.messages.extend(messages)
-        self.ids.extend(m.id for m in messages)
-        self.total += sum(costs)
-        units = self._units
-        for i, m, cost in zip(range(start, start + len(costs)), messages, costs, strict=True):
-            role = m.role
-            if role == "system":
-                self._system.append(i)
-                if units or self._broken:
-                    self._system_first = False
-                continue
-            unit = self._open
-            if role == "tool":
-                if unit is not None and unit.awaiting and m.tool_call_id in unit.awaiting:
-                    unit.awaiting.discard(m.tool_call_id)
-                    unit.indices.append(i)
-                    unit.cost += cost
-                    if not unit.awaiting:
-                        unit.awaiting = None  # an empty set would stay: 216 bytes a tool turn
-                        self._units_cost += unit.cost
-                else:
-                    self._broken.append(i)
-                continue
-            if unit is not None:
-                self._close()
-            unit = Unit([i], cost, role == "user")
-            units.append(unit)
-            if m.tool_calls:
-                unit.awaiting = {c.id for c in m.tool_calls}
-                self._open = unit
-            else:
-                self._units_cost += cost
-
-    def _close(self) -> None:
-        unit = self._open
-        if unit is not None and not unit.complete:
-            # the calls never got all their results: the unit is broken, for good
-            self._units.pop()
-            for i in unit.indices:
-                bisect.insort(self._broken, i)
-        self._open = None
-
-    @property
-    def pending(self) -> list[int]:
-        """The newest assistant tool call and the results it has so far, while some of its
-        results have not come yet (the positions; empty when nothing awaits a result)."""
-        unit = self._open
-        return list(unit.indices) if unit is not None and not unit.complete else []
-
-    def layout(self, *, keep_pending: bool = False) -> Layout:
-        """The layout of the messages so far (lists are shared: callers must not change them).
-
-        ``keep_pending``: the newest tool call still waiting for results is a unit (kept or cut
-        like any other) rather than broken.
-        """
-        units = self._units
-        broken = self._broken
-        units_cost = self._units_cost
-        unit = self._open
-        if unit is not None and not unit.complete:
-            if keep_pending:
-                units_cost += unit.cost
-            else:
-                units = units[:-1]
-                broken = sorted(broken + unit.indices)
-        return Layout(
-            self._system,
-            units,
-            broken,
-            self.ids,
-            units_cost,
-            self._system_first,
-            self.cache,
-            slack=self.slack,
-            keep_pending=keep_pending,
-        )
-
-
-def broken_for_good(messages: Sequence[Message]) -> list[int]:
-    """The positions of the messages broken for good (see :attr:`Ledger.settled_broken`)."""
-    if not any(m.role == "tool" or m.tool_calls for m in messages):
-        return []
-    return paired(messages).settled_broken
-
-
-def paired(messages: Sequence[Message]) -> Ledger:
-    """A ledger of ``messages`` that knows their units and pairs, not their costs (all 0)."""
-    ledger = Ledger(_uncounted)
-    ledger.extend(messages, [0] * len(messages))
-    return ledger
-
-
-def check_slack(slack: float) -> float:
-    """``slack`` if it is a share a cut may leave free (``[0, 0.5)``), else ``ValueError``."""
-    if not 0.0 <= slack < 0.5:
-        raise ValueError(f"slack must be a share in [0, 0.5), not {slack!r}")
-    return slack
-
-
-def build_units(
-    messages: Sequence[Message],
-    costs: Sequence[int],
-    *,
-    counted_from: int = 0,
-    keep_pending: bool = False,
-) -> Layout:
-    """Split ``messages`` into system messages, units, and broken messages.
-
-    Broken messages are tool results with no call before them and assistant tool calls whose
-    results never came; a compressed result never includes them (they would be rejected).
-    ``counted_from``: see :class:`Layout` (the costs before it are 0, not counts);
-    ``keep_pending``: see :meth:`Ledger.layout`.
-    """
-    ledger = Ledger(_uncounted)
-    ledger.extend(messages, costs)
-    layout = ledger.layout(keep_pending=keep_pending)
-    layout.cache = None  # nothing outlives this call
-    layout.counted_from = counted_from
-    return layout
-
-
-def _uncounted(message: Message) -> int:
-    raise AssertionError("build_units is given every cost")
-
-
-# -- the newest suffix -------------------------------------------------------------------------
+__all__ = ["VISIBLE_CHARS", "Fitted", "fit_recent", "grow_recent", "least_room"]
 
 
 @dataclass(slots=True)
@@ -302,18 +43,31 @@ class Fitted:
 
 
 def fit_recent(
-    messages: Sequence[Message], layout: Layout, available: int, counter: TokenCounter
+    messages: Sequence[Message],
+    layout: Layout,
+    available: int,
+    counter: TokenCounter,
+    turn: int | None = None,
+    whole: dict[int, Message] | None = None,
 ) -> Fitted:
     """The newest whole units, starting at a user message, that fit in ``available`` tokens.
 
+    ``turn``: the unit that opens the current turn (see :mod:`session_migrator._working`); the
+    kept part starts there or before, never at a user message inside the turn (a step result).
+    ``whole``: the originals of messages already shrunk, by position; a message cut inside is
+    cut from its original (one marker, not a cut of a cut).
+
     When not even the newest turn fits, its user message is kept (cut inside if it takes more
-    than half) with the newest units after it that fit, the newest cut inside if need be.
-    Raises ``ValueError`` when not even that user message, cut down, fits in ``available``.
+    than half, or than what the units after it need at their smallest) with the newest units
+    after it that fit, each cut inside if need be while the older ones still fit at their
+    smallest. Raises ``ValueError`` when not even that user message, cut down, fits in
+    ``available``.
     """
     units = layout.units
     if not units or available <= 0:
         return Fitted([], len(units), [], 0, (range(len(units)),))
     any_turn = any(u.starts_turn for u in units)
+    latest = len(units) if turn is None or turn >= len(units) else turn
     total = 0
     best: int | None = None
     best_total = 0
@@ -321,7 +75,7 @@ def fit_recent(
         total += units[k].cost
         if total > available:
             break
-        if units[k].starts_turn or not any_turn:
+        if (units[k].starts_turn and k <= latest) or not any_turn:
             best, best_total = k, total
     if best is not None:
         if layout.contiguous:
@@ -329,7 +83,8 @@ def fit_recent(
         else:
             kept = [messages[i] for u in units[best:] for i in u.indices]
         return Fitted(kept, best, [], best_total, (range(best),))
-    return _fit_oversized_turn(messages, units, available, counter)
+    start = latest if latest < len(units) else None
+    return _fit_oversized_turn(messages, units, available, counter, start, whole)
 
 
 def grow_recent(
@@ -374,43 +129,195 @@ def _fit_oversized_turn(
     units: list[Unit],
     available: int,
     counter: TokenCounter,
+    start: int | None = None,
+    whole: dict[int, Message] | None = None,
 ) -> Fitted:
     truncated: list[str] = []
-    start = max((k for k, u in enumerate(units) if u.starts_turn), default=len(units) - 1)
+    source: Sequence[Message] = messages  # what a cut inside cuts: the originals
+    if whole:
+        source = list(messages)
+        for i, m in whole.items():
+            source[i] = m
+    if start is None:
+        start = max((k for k, u in enumerate(units) if u.starts_turn), default=len(units) - 1)
     head_unit = units[start]
     head_msgs: list[Message] = [messages[i] for i in head_unit.indices]
     tail = units[start + 1 :]
+    # what each unit after the turn's start takes at the least, cut inside (a step of the
+    # turn's work at the least its call whole and the head of its result: still readable)
+    work = work_units(messages, tail)
+    floors = [
+        [_floor(source[i], counter, step) for i in u.indices]
+        for u, step in zip(tail, work, strict=True)
+    ]
+    least = [sum(f) for f in floors]
     head_cap = (
-        available if not tail else min(available, max(available // 2, MIN_TRUNCATED_TOKENS * 2))
+        available
+        if not tail
+        else min(
+            available,
+            max(available // 2, MIN_TRUNCATED_TOKENS * 2),
+            max(available - sum(least), MIN_TRUNCATED_TOKENS * 2),
+        )
     )
     if head_unit.cost > head_cap:
-        head_msgs = truncate_unit(messages, head_unit, head_cap, counter)
-        truncated.extend(m.id for m in head_msgs if m.marker)
+        head_msgs = truncate_unit(source, head_unit, head_cap, counter)
+        truncated.extend(_changed(source, head_unit, head_msgs))
     head_cost = sum(counter.count_message(m) for m in head_msgs)
     room = available - head_cost
+    # the newest units after the start that fit, each cut inside where need be while the older
+    # tool calls still fit at their smallest; a plain message gives way to an older call
     kept_tail: list[Message] = []
-    first_tail = len(tail)  # tail[first_tail:] is kept
+    kept_at: list[int] = []  # (positions in ``tail`` of the kept units, oldest first)
     used = 0
     for k in range(len(tail) - 1, -1, -1):
-        if used + tail[k].cost > room:
-            if not kept_tail and room > MIN_TRUNCATED_TOKENS * 4:
-                try:
-                    cut = truncate_unit(messages, tail[k], room, counter)
-                except ValueError:
-                    break
-                truncated.extend(m.id for m in cut if m.marker)
-                kept_tail = cut
-                first_tail = k
-                used = sum(counter.count_message(m) for m in cut)
-            break
-        kept_tail[:0] = [messages[i] for i in tail[k].indices]
-        first_tail = k
-        used += tail[k].cost
-    left_out = (range(start), range(start + 1, start + 1 + first_tail))
-    return Fitted(head_msgs + kept_tail, start, truncated, head_cost + used, left_out)
+        piece = [messages[i] for i in tail[k].indices]
+        cost = tail[k].cost
+        # the older steps as they are if they can stay so, else at their smallest
+        for older in (
+            sum(u.cost for u, w in zip(tail[:k], work, strict=False) if w),
+            sum(n for n, w in zip(least[:k], work, strict=False) if w),
+        ):
+            left = room - used - older
+            if cost <= left:
+                break
+            floor = (
+                least[k] if work[k] else max(least[k], 0 if kept_at else MIN_TRUNCATED_TOKENS * 4)
+            )
+            cut = (
+                _cut_unit(source, tail[k], left, counter, floors[k], work[k])
+                if left >= floor
+                else None
+            )
+            if cut is not None:
+                truncated.extend(_changed(source, tail[k], cut))
+                piece, cost = cut, sum(counter.count_message(m) for m in cut)
+                break
+        else:
+            if work[k] or not any(work[:k]):
+                break
+            continue
+        kept_tail[:0] = piece
+        kept_at.insert(0, k)
+        used += cost
+    left_out = [range(start)]
+    edge = 0
+    for k in (*kept_at, len(tail)):
+        left_out.append(range(start + 1 + edge, start + 1 + k))
+        edge = k + 1
+    ranges = tuple(r for n, r in enumerate(left_out) if r or n < 2)
+    return Fitted(head_msgs + kept_tail, start, truncated, head_cost + used, ranges)
 
 
-def stable_id(prefix: str, parts: Sequence[str]) -> str:
-    """A deterministic id for a message the library writes (same inputs, same id)."""
-    digest = hashlib.blake2b("\x00".join(parts).encode("utf-8", "surrogatepass"), digest_size=8)
-    return f"{prefix}-{digest.hexdigest()}"
+#: What a step's result keeps at the least when its turn is cut inside: its head, so that the
+#: model still reads what came back.
+VISIBLE_CHARS = 120
+
+
+def least_form(message: Message, counter: TokenCounter, step: bool) -> Message:
+    """``message`` at the least its unit may cut it to: a step's call with its long arguments
+    shortened and the head of its result (:data:`VISIBLE_CHARS`), so the model still reads what
+    was asked and what came back; any other message its shell."""
+    if not step:
+        return _at_most(message, smallest_cost(message, counter), counter)
+    if message.tool_calls:
+        return shorten_call(message, counter)
+    if message.role == "assistant" or not isinstance(message.content, str):
+        return message
+    if len(message.content) <= VISIBLE_CHARS:
+        return message
+    head = message.replace(content=message.content[:VISIBLE_CHARS])
+    return _at_most(message, counter.count_message(head) + MIN_TRUNCATED_TOKENS, counter)
+
+
+def _floor(message: Message, counter: TokenCounter, step: bool) -> int:
+    return counter.count_message(least_form(message, counter, step))
+
+
+def _cut_unit(
+    messages: Sequence[Message],
+    unit: Unit,
+    target: int,
+    counter: TokenCounter,
+    floors: Sequence[int],
+    step: bool,
+) -> list[Message] | None:
+    """The unit's messages cut inside to ``target`` tokens in all, none below its floor (see
+    :func:`_floor`), each at its floor where the shares do not work out; ``None`` when not even
+    that fits."""
+    members = [messages[i] for i in unit.indices]
+    try:
+        cut = truncate_unit(messages, unit, target, counter)
+    except ValueError:
+        pass
+    else:
+        if all(
+            c is m or counter.count_message(c) >= f
+            for c, m, f in zip(cut, members, floors, strict=True)
+        ):
+            return cut
+    least = [
+        m if counter.count_message(m) <= f else least_form(m, counter, step)
+        for m, f in zip(members, floors, strict=True)
+    ]
+    return least if sum(counter.count_message(m) for m in least) <= target else None
+
+
+def _at_most(message: Message, target: int, counter: TokenCounter) -> Message:
+    try:
+        return truncate_message(message, target, counter)
+    except ValueError:
+        return truncate_message(message, smallest_cost(message, counter), counter)
+
+
+def least_room(
+    messages: Sequence[Message],
+    layout: Layout,
+    start: int,
+    counter: TokenCounter,
+    whole: dict[int, Message] | None = None,
+) -> int:
+    """The least room in which the turn opened by unit ``start`` is kept with every step of
+    its work (each cut inside to its least where need be, its opening message too): searched
+    over the cut itself, so a budget this large does hold them."""
+    units = layout.units
+    counted = Layout(
+        layout.system,
+        [
+            Unit(u.indices, layout.unit_cost(u, messages, counter), u.starts_turn, u.awaiting)
+            for u in units
+        ],
+        layout.broken,
+    )
+    work = work_units(messages, counted.units[start + 1 :])
+
+    def holds(room: int) -> bool:
+        try:
+            fitted = _fit_oversized_turn(messages, counted.units, room, counter, start, whole)
+        except ValueError:
+            return False
+        return all(not work[k - start - 1] for r in fitted.cut for k in r if k > start)
+
+    low = sum(
+        _floor(messages[i], counter, True)
+        for u, step in zip(counted.units[start + 1 :], work, strict=True)
+        if step
+        for i in u.indices
+    )
+    high = sum(u.cost for u in counted.units[start:])
+    if holds(low):
+        return low
+    if not holds(high):
+        return high + 1
+    while high - low > 1:  # holds(high), not holds(low)
+        middle = (low + high) // 2
+        if holds(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _changed(messages: Sequence[Message], unit: Unit, cut: list[Message]) -> list[str]:
+    """The ids of the messages of ``unit`` that ``cut`` (its messages cut inside) changed."""
+    return [m.id for m, i in zip(cut, unit.indices, strict=True) if m is not messages[i]]

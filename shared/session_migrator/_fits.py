@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from session_migrator._fit import Layout
 from session_migrator._messages import Message
 from session_migrator._result import broken_note
+from session_migrator._units import Layout
 
 __all__ = ["PENDING_CHOICES", "PendingToolCalls", "Repair", "check_pending", "repair_fit"]
 

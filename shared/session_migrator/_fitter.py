@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ConflictError, SessionNotFoundError
-from session_migrator._fit import Ledger, check_slack
 from session_migrator._fits import PendingToolCalls, check_pending
 from session_migrator._message_ids import storage_ids
 from session_migrator._messages import Message
@@ -37,6 +36,7 @@ from session_migrator._related import RecallScope, RelatedSessions, check_scope
 from session_migrator._strategies import Compressor, check_strategy
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import TokenCounter
+from session_migrator._units import Ledger, check_slack
 from session_migrator._windows import ModelWindow
 
 if TYPE_CHECKING:

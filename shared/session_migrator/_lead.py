@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from session_migrator._errors import SummarizerError
-from session_migrator._fit import Layout, stable_id, truncate_text
 from session_migrator._messages import MARKER_KEY, Message
 from session_migrator._redact import redact_secrets
 from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
 from session_migrator._tokens import TokenCounter, remembered_count
+from session_migrator._truncate import truncate_text
+from session_migrator._units import Layout, stable_id
 
 __all__ = ["note", "note_reserve", "summary_message"]
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from session_migrator._errors import BudgetError
-from session_migrator._fit import Ledger, build_units, paired
 from session_migrator._fits import PendingToolCalls, check_pending, repair_fit
 from session_migrator._messages import Message, Session, as_messages
 from session_migrator._redact import redact_secrets
@@ -30,6 +29,7 @@ from session_migrator._tokens import (
     counted_exactly,
     counter_for,
 )
+from session_migrator._units import Ledger, build_units, paired
 from session_migrator._windows import Budget, ModelWindow
 
 __all__ = ["MigrationReport", "MigrationResult", "Plan", "migrate", "plan", "resolve_target"]

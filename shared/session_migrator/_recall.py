@@ -14,10 +14,10 @@ import numpy as np
 import numpy.typing as npt
 
 from session_migrator._bm25 import RelevanceIndex, _runs, rank_by_relevance
-from session_migrator._fit import Layout, Unit
 from session_migrator._fts import _Floats, _Ints
 from session_migrator._messages import Message
 from session_migrator._tokens import TokenCounter
+from session_migrator._units import Layout, Unit
 from session_migrator._when import day_token
 
 __all__ = ["fill_turns", "recall_turns"]

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from session_migrator._fit import stable_id
 from session_migrator._messages import MARKER_KEY, Message
 from session_migrator._tokens import TokenCounter
+from session_migrator._units import stable_id
 from session_migrator._when import about_the_past, day_token, day_tokens
 
 if TYPE_CHECKING:

@@ -47,6 +47,7 @@ from session_migrator._strategies import Compressor
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import TokenCounter
 from session_migrator._windows import ModelWindow
+from session_migrator._working import is_step_result
 
 __all__ = ["TOKENS_PER_TOOL", "RequestFit", "RequestFitter", "fit_request", "schema_tokens"]
 
@@ -207,15 +208,21 @@ def _check_question(
     counter: TokenCounter,
     parameter: str,
 ) -> None:
-    """The output asked for must leave room for the newest user message whole: a question cut
-    to make room for a long answer is refused here, naming the number to lower (a question too
-    long for the input cap itself is cut inside, as any fit does)."""
-    newest = next((m for m in reversed(messages) if m.role == "user"), None)
+    """The output asked for must leave room for the question whole (the newest user message
+    in the user's own words, not a step's result): a question cut to make room for a long
+    answer is refused here, naming the number to lower (a question too long for the input cap
+    itself is cut inside, as any fit does, and so is one cut for the room its turn's tool steps
+    take)."""
+    newest = next(
+        (m for m in reversed(messages) if m.role == "user" and not is_step_result(m)), None
+    )
     if newest is None or newest.id not in report.truncated_ids:
         return
     needed = counter.count_messages([m for m in messages if m.role == "system"] + [newest])
     if needed + held >= window.max_input_tokens:
         return  # too long for the input cap whatever the output: cut inside, as any fit does
+    if needed <= report.budget:
+        return  # it fits beside the output asked for: cut for its turn's steps, not the output
     raise _reserve_error(
         window,
         reserve,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from session_migrator._messages import Message
 from session_migrator._summarizers import Summary
+from session_migrator._units import is_step_result
 
 __all__ = ["CompressionResult", "broken_note", "latest_user_text"]
 
@@ -28,11 +29,15 @@ class CompressionResult:
 
 
 def latest_user_text(messages: Sequence[Message]) -> str:
-    """The text of the newest user message ('' if there is none)."""
+    """The text of the newest user message in the user's own words ('' if there is none):
+    not one that carries a step's result (ReAct's ``Observation: ...``), unless no other is."""
+    newest = ""
     for m in reversed(messages):
         if m.role == "user" and m.marker is None:
-            return m.text
-    return ""
+            if not is_step_result(m):
+                return m.text
+            newest = newest or m.text
+    return newest
 
 
 def broken_note(count: int) -> str:

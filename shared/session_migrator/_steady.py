@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from session_migrator._fit import Layout
 from session_migrator._messages import Message
 from session_migrator._result import CompressionResult, broken_note
 from session_migrator._summarizers import Summary
 from session_migrator._tokens import REPLY_PRIMING, TokenCounter
+from session_migrator._units import Layout
 
 if TYPE_CHECKING:
     from session_migrator._engine import _Engine

@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from session_migrator._engine import MIN_CONVERSATION_TOKENS, SUMMARY_MAX_TOKENS, _Engine
-from session_migrator._fit import Layout
 from session_migrator._messages import Message
 from session_migrator._result import CompressionResult, latest_user_text
 from session_migrator._summarizers import ExtractiveSummarizer, Summarizer, Summary
 from session_migrator._tokens import TokenCounter
+from session_migrator._units import Layout
 
 __all__ = [
     "MIN_CONVERSATION_TOKENS",

@@ -1,13 +1,14 @@
 """The first tier of compression: old tool outputs shrink before any turn is dropped.
 
-When a conversation does not fit, every tool output but the newest
-:data:`KEEP_NEWEST_TOOL_OUTPUTS` is cut to its head and tail (about :data:`TOOL_OUTPUT_CHARS`
-characters) around a marker that says how many lines and characters were cut and that the full
-output stays in the store. Only then are turns summarized or dropped (the engine's later tiers),
-over the shrunk conversation. Whatever room is left at the end goes back to the shrunk outputs,
-newest first (:func:`give_back`), so that a conversation a few percent over its budget loses a
-few percent of one old tool output, not whole turns; a ledger's kept cut (its slack) leaves its
-free room free instead.
+When a conversation does not fit, every tool output of the turns before the current one (the
+agent's working set, see :mod:`session_migrator._working`) is cut to its head and tail (about
+:data:`TOOL_OUTPUT_CHARS` characters; the newest :data:`KEEP_NEWEST_TOOL_OUTPUTS` of them only
+when shrinking the others is not enough) around a marker that says how many lines and characters
+were cut and that the full output stays in the store. Only then are turns summarized or dropped
+(the engine's later tiers), over the shrunk conversation. Whatever room is left at the end goes
+back to the shrunk outputs, newest first (:func:`give_back`), so that a conversation a few
+percent over its budget loses a few percent of one old tool output, not whole turns; a ledger's
+kept cut (its slack) leaves its free room free instead.
 
 A shrunk output keeps its id and role and its call's pairing; its ``extra`` is marked
 ``{"kind": "truncated", "tier": "tool_output", ...}`` and it is reported as cut inside. Nothing is
@@ -18,21 +19,28 @@ newest-first walk reaches it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from session_migrator._fit import Layout, build_units, truncate_message
 from session_migrator._messages import MARKER_KEY, Message
+from session_migrator._result import CompressionResult
 from session_migrator._tokens import TokenCounter
+from session_migrator._truncate import truncate_message
+from session_migrator._units import Layout, build_units, is_step_result
 
 __all__ = [
     "KEEP_NEWEST_TOOL_OUTPUTS",
     "TOOL_OUTPUT_CHARS",
+    "counted_newest",
     "give_back",
+    "given_back",
     "not_larger",
     "shrink_tool_outputs",
+    "shrunk_output",
+    "with_shrunk",
 ]
 
-#: The newest tool outputs are kept whole by this tier (the work in progress reads them).
+#: The newest tool outputs of the older turns shrink last of them (after every other one).
 KEEP_NEWEST_TOOL_OUTPUTS = 3
 #: What an old tool output keeps: its first 60% and last 40% of this many characters, and
 #: where the conversation still does not fit, of the next smaller size.
@@ -50,9 +58,9 @@ def tool_marker(lines: int, chars: int) -> str:
     )
 
 
-def _shrunk(message: Message, keep: int) -> Message | None:
-    """``message`` (a tool output) cut to its head and tail of about ``keep`` characters, or
-    ``None`` when it is short."""
+def shrunk_output(message: Message, keep: int) -> Message | None:
+    """``message`` (a tool output, or a step's result) cut to its head and tail of about
+    ``keep`` characters, or ``None`` when it is short."""
     content = message.content
     if not isinstance(content, str) or len(content) < _WORTH * keep:
         return None
@@ -80,17 +88,22 @@ def _shrunk(message: Message, keep: int) -> Message | None:
 
 
 def shrink_tool_outputs(
-    messages: Sequence[Message], layout: Layout, available: int, counter: TokenCounter
+    messages: Sequence[Message],
+    layout: Layout,
+    available: int,
+    counter: TokenCounter,
+    before: int,
 ) -> tuple[list[Message], Layout, dict[int, Message]] | None:
-    """The conversation with its old tool outputs shrunk, its layout (counted from the newest
-    message until over ``available``, as a cold fit counts), and the originals of the shrunk
-    messages by position; ``None`` when there is no old tool output worth shrinking.
+    """The conversation with its old tool outputs (those before position ``before``, where the
+    current turn starts) shrunk, its layout (counted from the newest message until over
+    ``available``, as a cold fit counts), and the originals of the shrunk messages by position;
+    ``None`` when there is no old tool output worth shrinking.
 
     A layout that keeps a cache (a ledger's) keeps the shrunk messages there, so that their
     counts are remembered from one fit to the next.
     """
     tools = [i for u in layout.units for i in u.indices[1:] if messages[i].role == "tool"]
-    old = tools[: max(len(tools) - KEEP_NEWEST_TOOL_OUTPUTS, 0)]
+    old = [i for i in tools if i < before]
     if not old:
         return None
     memo: dict[tuple[str, int], Message] | None = None
@@ -99,6 +112,27 @@ def shrink_tool_outputs(
         if not isinstance(held, dict):
             held = layout.cache["shrunk"] = {}
         memo = held
+    # the newest outputs of the older turns are the last of them to shrink (the current turn
+    # often reads them): first the others, and only when that is not enough, all of them
+    newest = set(tools[-KEEP_NEWEST_TOOL_OUTPUTS:])
+    first = [i for i in old if i not in newest]
+    if first and len(first) < len(old):
+        found, fits = _shrink_group(messages, layout, available, counter, first, memo)
+        if fits:
+            return found
+    return _shrink_group(messages, layout, available, counter, old, memo)[0]
+
+
+def _shrink_group(
+    messages: Sequence[Message],
+    layout: Layout,
+    available: int,
+    counter: TokenCounter,
+    old: list[int],
+    memo: dict[tuple[str, int], Message] | None,
+) -> tuple[tuple[list[Message], Layout, dict[int, Message]] | None, bool]:
+    """The conversation with the tool outputs at ``old`` shrunk (the largest size that fits,
+    else the smallest), and whether it fits."""
     found: tuple[list[Message], Layout, dict[int, Message]] | None = None
     # the smallest size first: when even it does not fit (a cut is made: a ledger's usual
     # case), no larger size is laid out; when it does, the largest size that fits is used
@@ -109,7 +143,7 @@ def shrink_tool_outputs(
             m = messages[i]
             cut = memo.get((m.id, keep)) if memo is not None else None
             if cut is None or cut.tool_call_id != m.tool_call_id:
-                cut = _shrunk(m, keep)
+                cut = shrunk_output(m, keep)
                 if cut is None:
                     continue
                 if memo is not None:
@@ -120,15 +154,15 @@ def shrink_tool_outputs(
             originals[i] = m
         if not originals:
             continue  # none this long: a smaller size may shrink some
-        laid = (out, _counted_newest(out, originals, layout, available, counter), originals)
+        laid = (out, counted_newest(out, originals, layout, available, counter), originals)
         fits = not laid[1].counted_from and laid[1].units_cost <= available
         if keep == TOOL_OUTPUT_CHARS[-1]:
             found = laid
             if not fits:
-                break  # not even the smallest size fits: turns are cut over it
+                return found, False  # not even the smallest size fits: turns are cut over it
         elif fits:
-            return laid  # the largest size that fits
-    return found
+            return laid, True  # the largest size that fits
+    return found, found is not None
 
 
 #: A shrunk output this many times shorter than its original saves tokens whatever the text;
@@ -136,7 +170,7 @@ def shrink_tool_outputs(
 _SURELY_SMALLER = 4
 
 
-def _counted_newest(
+def counted_newest(
     out: list[Message],
     originals: dict[int, Message],
     layout: Layout,
@@ -164,7 +198,7 @@ def _counted_newest(
                 out[i], costs[i] = original, whole
                 del originals[i]
         total += costs[i]
-        if total > available and m.role == "user":
+        if total > available and m.role == "user" and not is_step_result(m):
             counted_from = i
             break
     shrunk = build_units(out, costs, counted_from=counted_from, keep_pending=layout.keep_pending)
@@ -233,3 +267,37 @@ def give_back(
             used += grown
         break
     return out, used, whole
+
+
+def given_back(
+    result: CompressionResult,
+    originals: dict[str, Message],
+    budget: int,
+    counter: TokenCounter,
+) -> CompressionResult:
+    """``result`` with the room it leaves given back to its shrunk tool outputs (see
+    :mod:`session_migrator._tiers`), and every output still cut reported as cut inside."""
+    total = counter.count_messages(result.messages)
+    sent, _, whole = give_back(result.messages, originals, budget - total, counter)
+    tokens = counter.count_messages(sent)
+    if tokens > budget:  # pragma: no cover - counts add up per message; a safeguard
+        sent, whole, tokens = result.messages, set(), total
+    shrunk = {k: v for k, v in originals.items() if k not in whole}
+    truncated = [i for i in result.truncated_ids if i not in whole]  # (sent whole again)
+    given = replace(result, messages=sent, tokens=tokens, truncated_ids=truncated)
+    return with_shrunk(given, shrunk, counter)
+
+
+def with_shrunk(
+    result: CompressionResult, originals: dict[str, Message], counter: TokenCounter
+) -> CompressionResult:
+    """``result`` with its shrunk tool outputs reported as cut inside, and any that saves no
+    token (a recalled one the layout did not count) sent whole instead."""
+    sent, tokens = not_larger(result.messages, originals, counter)
+    truncated = list(result.truncated_ids)
+    seen = set(truncated)
+    truncated += [
+        m.id for m in sent if m.id in originals and m is not originals[m.id] and m.id not in seen
+    ]
+    counted = None if result.tokens is None else result.tokens - tokens
+    return replace(result, messages=sent, truncated_ids=truncated, tokens=counted)

@@ -15,9 +15,18 @@ from session_migrator._messages import MARKER_KEY, Message
 from session_migrator._tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from session_migrator._fit import Unit
+    from session_migrator._units import Unit
 
-__all__ = ["MIN_TRUNCATED_TOKENS", "truncate_message", "truncate_text", "truncate_unit"]
+__all__ = [
+    "ARGUMENT_CHARS",
+    "MIN_TRUNCATED_TOKENS",
+    "short_arguments",
+    "shorten_call",
+    "smallest_cost",
+    "truncate_message",
+    "truncate_text",
+    "truncate_unit",
+]
 
 MIN_TRUNCATED_TOKENS = 16
 _NEEDS_CONTENT = ("user", "system")
@@ -142,7 +151,7 @@ def truncate_unit(
     costs = [counter.count_message(m) for m in members]
     if sum(costs) <= target:
         return members
-    least = [_smallest(m, counter) for m in members]
+    least = [smallest_cost(m, counter) for m in members]
     if sum(least) > target:
         raise ValueError(f"cannot cut the unit starting at message {unit.indices[0]} to {target}")
     out = list(members)
@@ -160,7 +169,7 @@ def truncate_unit(
     raise ValueError(f"cannot cut the unit starting at message {unit.indices[0]} to {target}")
 
 
-def _smallest(message: Message, counter: TokenCounter) -> int:
+def smallest_cost(message: Message, counter: TokenCounter) -> int:
     """What ``message`` costs at the least when cut inside (its shell, ``[...]`` as content)."""
     shell = message.replace(
         content=_ELLIPSIS if message.role in _NEEDS_CONTENT else "",
@@ -196,3 +205,50 @@ def _proportional(costs: Sequence[int], least: Sequence[int], room: int) -> list
             break
         cut -= whole
     return shares
+
+
+#: What a long string argument of a current turn's call keeps when even the shrunk results do
+#: not fit (head and tail, in characters).
+ARGUMENT_CHARS = 200
+
+
+def short_arguments(arguments: str) -> str:
+    """``arguments`` (a JSON object) with each string value longer than
+    :data:`ARGUMENT_CHARS` cut to its head and tail; as given when it is not JSON."""
+    if len(arguments) <= ARGUMENT_CHARS:
+        return arguments
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+
+    def cut(item: object) -> object:
+        if isinstance(item, str) and len(item) > 2 * ARGUMENT_CHARS:
+            head = ARGUMENT_CHARS * 3 // 5
+            tail = ARGUMENT_CHARS - head
+            cut_chars = len(item) - ARGUMENT_CHARS
+            return f"{item[:head]}[... {cut_chars:,} characters cut ...]{item[-tail:]}"
+        if isinstance(item, dict):
+            return {k: cut(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [cut(v) for v in item]
+        return item
+
+    return json.dumps(cut(value), ensure_ascii=False)
+
+
+def shorten_call(message: Message, counter: TokenCounter) -> Message:
+    """``message`` (an assistant's tool calls) with the long string arguments of its calls cut
+    to head and tail (:func:`short_arguments`), marked ``{"kind": "truncated", "tier":
+    "arguments"}``; ``message`` itself when that saves nothing."""
+    if not message.tool_calls:
+        return message
+    calls = tuple(
+        c.__class__(c.id, c.name, short_arguments(c.arguments)) for c in message.tool_calls
+    )
+    if all(new.arguments == c.arguments for new, c in zip(calls, message.tool_calls, strict=True)):
+        return message
+    extra = dict(message.extra)
+    extra[MARKER_KEY] = {"kind": "truncated", "tier": "arguments", "full_in_store": True}
+    short = message.replace(tool_calls=calls, extra=extra)
+    return short if counter.count_message(short) < counter.count_message(message) else message

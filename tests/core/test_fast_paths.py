@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from session_migrator import BudgetError, Message, SessionFitter, ToolCall, migrate
 from session_migrator._bm25 import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
-from session_migrator._fit import Ledger, build_units
 from session_migrator._rules import chat_rule_violations
 from session_migrator._sentences import _score, _score_all
 from session_migrator._tokens import (
@@ -31,6 +30,7 @@ from session_migrator._tokens import (
     calibrate,
     counter_for,
 )
+from session_migrator._units import Ledger, build_units
 from session_migrator._windows import ModelWindow
 
 PIECES = [

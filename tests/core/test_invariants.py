@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, Phase, assume, event, given, settings
 from hypothesis import strategies as st
 
 from session_migrator import BudgetError, ContentPart, Message, ModelWindow, ToolCall
-from session_migrator._fit import broken_for_good
 from session_migrator._migrate import MigrationResult, migrate
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import get_strategy
-from session_migrator._tiers import KEEP_NEWEST_TOOL_OUTPUTS, TOOL_OUTPUT_CHARS, _shrunk
+from session_migrator._tiers import TOOL_OUTPUT_CHARS, shrunk_output
 from session_migrator._tokens import TokenCounter, counted_exactly, counter_for
+from session_migrator._units import broken_for_good
 
 STRATEGIES = ("trim", "summarize", "recall", "auto")
 TOKENIZERS = ("o200k_base", "cl100k_base", "claude", "gemini", "llama", "mistral-spm", "other")
@@ -201,19 +201,61 @@ def _check_cut_inside(cut: Message, original: Message) -> None:
         assert text == original.text or text in ("", "[...]") or "cut by session-migrator" in text
 
 
+def _turn_start(messages: Sequence[Message]) -> int:
+    """Where the current turn starts: the newest user message (these sessions send no step
+    results as user messages)."""
+    return max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
+
+
 def _fits_with_tool_outputs_shrunk(
     messages: Sequence[Message], budget: int, counter: TokenCounter
 ) -> bool:
-    """Whether the conversation fits with every tool output but the newest shrunk to its
-    smallest, all of them answering their calls (no broken pair, no system prompt cut)."""
+    """Whether the conversation fits with every tool output of the turns before the current
+    one shrunk to its smallest, all of them answering their calls (no broken pair, no system
+    prompt cut)."""
     if broken_for_good(messages):
         return False
-    tools = [i for i, m in enumerate(messages) if m.role == "tool"]
-    old = set(tools[: max(len(tools) - KEEP_NEWEST_TOOL_OUTPUTS, 0)])
+    start = _turn_start(messages)
     smallest = [
-        (_shrunk(m, TOOL_OUTPUT_CHARS[-1]) or m) if i in old else m for i, m in enumerate(messages)
+        (shrunk_output(m, TOOL_OUTPUT_CHARS[-1]) or m) if m.role == "tool" and i < start else m
+        for i, m in enumerate(messages)
     ]
     return counter.count_messages(smallest) <= budget
+
+
+def _current_turn_steps(messages: Sequence[Message]) -> set[str]:
+    """The ids of the current turn's tool calls and results (those that pair up)."""
+    broken = set(broken_for_good(messages))
+    return {
+        m.id
+        for i, m in enumerate(messages)
+        if i > _turn_start(messages) and i not in broken and (m.tool_calls or m.role == "tool")
+    }
+
+
+def check_turn_steps_kept(messages: Sequence[Message], sent: Sequence[Message]) -> None:
+    """Issue 32's property: no call or result of the current turn vanishes from what the model
+    is sent. Each is there whole or shrunk (its id, its calls' ids and names)."""
+    by_id = {m.id: m for m in sent}
+    for mid in _current_turn_steps(messages):
+        assert mid in by_id, f"a step of the current turn ({mid}) vanished"
+        original = next(m for m in messages if m.id == mid)
+        kept = by_id[mid]
+        assert [(c.id, c.name) for c in kept.tool_calls] == [
+            (c.id, c.name) for c in original.tool_calls
+        ]
+        assert kept.tool_call_id == original.tool_call_id
+
+
+def check_turn_error(
+    error: BudgetError, messages: list[Message], strategy: str, counter: TokenCounter
+) -> None:
+    """A BudgetError for the current turn is honest: at the budget it names, the fit holds the
+    whole turn."""
+    assert "current turn" in str(error), str(error)
+    result = get_strategy(strategy).compress(messages, error.needed, counter)
+    assert counter.count_messages(result.messages) <= error.needed
+    check_turn_steps_kept(messages, result.messages)
 
 
 def check_invariants(
@@ -229,10 +271,12 @@ def check_invariants(
         error = exc
     event("budget error" if error is not None else f"decision: {result.report.decision}")
     if error is not None:
-        assert error.budget < _min_budget(messages), f"BudgetError at a budget of {error.budget}"
         assert error.needed > error.budget
-        assert "choose a larger model" in str(error)
+        assert "choose a larger model" in str(error).lower()
         assert _snapshot(messages) == before
+        if error.budget >= _min_budget(messages):
+            check_turn_error(error, messages, strategy, counter)
+            event("budget error: the current turn")
         return None
     report = result.report
     assert report.counter == counter.name
@@ -255,9 +299,11 @@ def check_invariants(
     system_ids = [m.id for m in messages if m.role == "system"]
     assert [m.id for m in result.messages[: len(system_ids)]] == system_ids
 
-    # the newest user message is always there (cut inside when it is larger than the budget)
+    # the newest user message is always there (cut inside when it is larger than the budget),
+    # and so is every call and result of the current turn
     newest_user = next(m.id for m in reversed(messages) if m.role == "user")
     assert newest_user in {m.id for m in result.messages}
+    check_turn_steps_kept(messages, result.messages)
 
     if report.decision == "fits":
         assert report.tokens_before <= report.budget
@@ -390,9 +436,12 @@ def test_any_budget_gives_a_valid_result_or_a_budget_error(
     assert _snapshot(session) == before
     if error is not None:
         event("budget error")
-        assert error.budget == budget < _min_budget(session)
+        assert error.budget == budget
         assert error.needed > budget
+        if budget >= _min_budget(session):
+            check_turn_error(error, session, strategy, counter)
         return
+    check_turn_steps_kept(session, result.messages)
     assert counter.count_messages(result.messages) <= budget
     assert chat_rule_violations(result.messages) == []
     ids = [m.id for m in result.messages]

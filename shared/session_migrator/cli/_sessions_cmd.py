@@ -458,7 +458,7 @@ def run_delete(args: argparse.Namespace) -> int:
 def _unpaired(messages: list[Message]) -> list[str]:
     """The ids of the tool results without their call and the calls without all their results
     (the newest call, which may still get its results, excepted)."""
-    from session_migrator._fit import broken_for_good
+    from session_migrator._units import broken_for_good
 
     return [messages[i].id for i in broken_for_good(messages)]
 
