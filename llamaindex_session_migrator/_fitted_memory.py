@@ -6,8 +6,10 @@ Everything ``Memory`` does is upstream's own code: the FIFO queue with ``token_l
 vector, your own) fed with what the queue flushes and inserted with ``insert_method``;
 ``aget_all(status=...)``/``areset(status=...)``. What changes:
 
-- the queue lives in a session store (:class:`SessionChatStore`): flushed messages are archived
-  in place, never deleted, so the session stays whole for every other reader;
+- with ``store=`` the queue lives in a session store (:class:`SessionChatStore`): flushed
+  messages are archived in place, never deleted, so the session stays whole for every other
+  reader. A LlamaIndex chat store given (``sql_store=``, ``chat_store=``, the SQL arguments) is
+  used as upstream uses it; without any, the memory is private (see ``_memory_store``);
 - ``get``/``aget`` fit upstream's result (history plus blocks) to the current model's input
   budget, as :class:`SessionMigratorMemory` does: a result that fits is returned untouched;
   else the system message (with the blocks), a note or summary of what was cut, and the newest
@@ -40,13 +42,18 @@ from llamaindex_session_migrator._memory_options import (
     FitOptions,
     check_llm,
     new_session_id,
-    open_memory_store,
     refuse_unknown,
 )
 from llamaindex_session_migrator._memory_reference import (
     MemoryNotRestorableError,
     live_memory,
     live_token,
+)
+from llamaindex_session_migrator._memory_store import (
+    chat_store_for,
+    private_chat_store,
+    session_store_of,
+    sql_chat_store,
 )
 from llamaindex_session_migrator._models import ModelLike
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
@@ -65,22 +72,13 @@ __all__ = ["FittedMemory"]
 
 _FORMAT = "session-migrator/fitted-memory-reference/1"
 
-_NO_SQL_STORE = (
-    "FittedMemory keeps the conversation in a session store: pass store='sqlite:///path.db' "
-    "(or 'memory://', 'redis://...', 'postgresql://...') instead of {name}"
-)
-
-
-def _default_chat_store() -> SessionChatStore:
-    return SessionChatStore.on(open_memory_store(None)[0])
-
 
 class FittedMemory(Memory):
-    """A drop-in ``Memory`` on a session store whose ``get`` fits the model (see the module
-    docstring). Takes ``Memory``'s arguments and, besides, ``store``, ``llm``, ``model``,
-    ``strategy``, ``summarizer``, ``reserve_output``, ``reserve_input``, ``workspace`` and
-    ``slack`` as :class:`SessionMigratorMemory` does. Without ``session_id`` it gets a new
-    session of its own.
+    """A drop-in ``Memory`` whose ``get`` fits the model (see the module docstring). Takes
+    ``Memory``'s arguments (a ``sql_store`` given is used as is) and, besides, ``store``,
+    ``llm``, ``model``, ``strategy``, ``summarizer``, ``reserve_output``, ``reserve_input``,
+    ``workspace`` and ``slack`` as :class:`SessionMigratorMemory` does. Without ``session_id``
+    it gets a new session of its own; without a store, a private in-memory one.
 
     >>> from llama_index.core.llms import ChatMessage, MockLLM
     >>> memory = FittedMemory.from_defaults(session_id="doc", llm=MockLLM(), store="memory://")
@@ -90,7 +88,7 @@ class FittedMemory(Memory):
     """
 
     session_id: str = Field(default_factory=new_session_id)
-    sql_store: AsyncDBChatStore = Field(default_factory=_default_chat_store, exclude=True)
+    sql_store: AsyncDBChatStore = Field(default_factory=private_chat_store, exclude=True)
 
     _options: FitOptions = PrivateAttr(default_factory=FitOptions)
     _tracker: ModelTracker = PrivateAttr(default_factory=ModelTracker)
@@ -114,9 +112,6 @@ class FittedMemory(Memory):
         **data: Any,
     ) -> None:
         refuse_unknown(type(self).__name__, data, (*Memory.model_fields, *FIT_OPTIONS))
-        given = data.get("sql_store")
-        if given is not None and not isinstance(given, SessionChatStore):
-            raise ValueError(_NO_SQL_STORE.format(name="sql_store"))
         options = FitOptions.checked(
             strategy=strategy,
             summarizer=summarizer,
@@ -127,10 +122,9 @@ class FittedMemory(Memory):
         )
         if model is None:
             check_llm(llm)
-        owns = False
-        if given is None:
-            opened, owns = open_memory_store(store)
-            data["sql_store"] = SessionChatStore.on(opened, options.workspace)
+        data["sql_store"], owns = chat_store_for(
+            store=store, sql_store=data.get("sql_store"), workspace=options.workspace
+        )
         super().__init__(**data)
         self._options = options
         self._owns_store = owns
@@ -157,23 +151,24 @@ class FittedMemory(Memory):
         image_token_size_estimate: int = 256,
         audio_token_size_estimate: int = 256,
         video_token_size_estimate: int = 256,
-        chat_store: Any = None,
-        table_name: str = "llama_index_memory",
+        chat_store: AsyncDBChatStore | None = None,
+        table_name: str | None = None,
         async_database_uri: str | None = None,
         async_engine: Any = None,
         db_schema: str | None = None,
         **kwargs: Any,
     ) -> FittedMemory:
-        """``Memory.from_defaults``'s arguments, plus this library's (see the class); the SQL
-        chat store arguments are refused: ``store`` replaces them."""
-        for name, value in (
-            ("chat_store", chat_store),
-            ("async_database_uri", async_database_uri),
-            ("async_engine", async_engine),
-            ("db_schema", db_schema),
-        ):
-            if value is not None:
-                raise ValueError(_NO_SQL_STORE.format(name=name))
+        """``Memory.from_defaults``'s arguments, plus this library's (see the class).
+
+        As upstream: ``chat_store`` (any ``AsyncDBChatStore``) is used as is, the SQL arguments
+        then ignored; else the SQL arguments build upstream's ``SQLAlchemyChatStore``. Either
+        with ``store=`` is a ``ValueError``. With none of them, as :class:`FittedMemory`.
+        """
+        sql = chat_store
+        if sql is None:
+            sql = sql_chat_store(table_name, async_database_uri, async_engine, db_schema)
+        if sql is not None:
+            kwargs["sql_store"] = sql  # (with store= too: the ValueError of the constructor)
         if token_flush_size > token_limit:
             token_flush_size = int(token_limit * 0.7)
         fields: dict[str, Any] = {"tokenizer_fn": tokenizer_fn} if tokenizer_fn else {}
@@ -218,10 +213,9 @@ class FittedMemory(Memory):
 
     @property
     def store(self) -> BaseSessionStore:
-        """The session store."""
-        chats = self.sql_store
-        assert isinstance(chats, SessionChatStore)
-        return chats.store
+        """The session store (a ``StoreError`` for a memory on a LlamaIndex chat store given
+        as ``sql_store``/``chat_store``: its messages are there)."""
+        return session_store_of(self.sql_store)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -258,9 +252,13 @@ class FittedMemory(Memory):
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """A reference to the store and session, as :meth:`SessionMigratorMemory.to_dict`
         gives (what a workflow ``Context`` holding the memory serializes)."""
-        url, options = self.store.url, self._options
+        options = self._options
+        on_session = isinstance(self.sql_store, SessionChatStore)
+        url = self.store.url if on_session else None
         reason = None
-        if not url or url.lower().startswith("memory:"):
+        if not on_session:
+            reason = "its messages are in a LlamaIndex chat store object it was given"
+        elif not url or url.lower().startswith("memory:"):
             reason = "its store lives only in the process that made it (memory://, or no URL)"
         elif self.memory_blocks:
             reason = "its memory blocks are objects (an LLM, a vector store)"

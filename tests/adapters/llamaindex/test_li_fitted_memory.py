@@ -53,8 +53,8 @@ def test_it_is_a_memory_with_memorys_arguments(store: BaseSessionStore) -> None:
     assert made[0].session_id != made[1].session_id  # a private session each
     with pytest.raises(TypeError, match="chat_store_key"):
         FittedMemory(store=store, chat_store_key="u")
-    with pytest.raises(ValueError, match="instead of async_database_uri"):
-        FittedMemory.from_defaults(async_database_uri="sqlite+aiosqlite:///:memory:")
+    with pytest.raises(ValueError, match="not both"):  # store= or a LlamaIndex chat store
+        FittedMemory.from_defaults(async_database_uri="sqlite+aiosqlite:///:memory:", store=store)
 
 
 async def test_the_flushed_queue_is_archived_and_the_session_stays_whole(
