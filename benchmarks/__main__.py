@@ -285,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(f"wrote {out / 'results.md'} and {out / 'results.json'}", file=sys.stderr)
         if "locomo" in report:
-            command = f"{COMMAND} (python -m benchmarks.retention --locomo --every {LOCOMO_EVERY})"
+            every = report["locomo"]["every"]
+            same = f"python -m benchmarks.retention --locomo --every {every}"
+            command = f"{report['command']} ({same})"
             (out / "retention_locomo.md").write_text(
                 locomo.report(report["locomo"], command), encoding="utf-8"
             )
