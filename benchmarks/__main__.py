@@ -3,7 +3,11 @@
 - speed, memory and what each kept, this project against the frameworks' built-ins, and the
   floors of tracker issue 7 checked on the same run (:mod:`benchmarks.speed`);
 - fact retention per strategy and budget, next to the built-ins (:mod:`benchmarks.fact_retention`);
-- evidence retention on human-written dialogue (SGD), beside trim and a plain BM25
+- evidence retention on conversations people wrote (LoCoMo, every 4th question), per strategy,
+  plain and dated, beside trim and retrieval-only yardsticks (BM25, BM25 + neighbours, dense,
+  hybrid) (:mod:`benchmarks.locomo`; also written to ``results/retention_locomo.md``);
+- evidence retention on stitched SGD dialogues with templated questions (saturated: every method
+  that matches words scores about 0.99), beside trim and a plain BM25
   (:mod:`benchmarks.retention`), and an agent session of tool outputs
   (:mod:`benchmarks.agent_session`);
 - the cost of one append at the 100th and the 10,000th message (:mod:`benchmarks.store_append`);
@@ -38,6 +42,7 @@ from benchmarks import (
     agent_session,
     fact_retention,
     listener_cost,
+    locomo,
     retention,
     speed,
     store_append,
@@ -45,6 +50,8 @@ from benchmarks import (
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COMMAND = "make bench"
+# every Nth LoCoMo question in make bench (a few minutes on 2 cores); --quick: every 20th
+LOCOMO_EVERY = 4
 PACKAGES = ("session-migrator", "tiktoken", "langchain-core", "llama-index-core")
 
 
@@ -140,11 +147,26 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             fact_retention.markdown(fr),
         ]
+    if "locomo" in report:
+        lo = report["locomo"]
+        parts += [
+            "",
+            "## Evidence retention on conversations people wrote (LoCoMo)",
+            "",
+            f"{locomo.summary_line(lo)}. The question is the newest user message after the "
+            "whole conversation; budgets are exactly B o200k tokens, nothing reserved; *dated* "
+            "rows send each session's date in `Message.timestamp`. See `benchmarks/locomo.py` "
+            "and `results/retention_locomo.md`.",
+            "",
+            locomo.markdown(lo),
+        ]
+    elif "locomo_skipped" in report:
+        parts += ["", "## Evidence retention on LoCoMo", "", f"Not run: {report['locomo_skipped']}"]
     if "evidence_retention" in report:
         er = report["evidence_retention"]
         parts += [
             "",
-            "## Evidence retention on human-written dialogue (SGD)",
+            "## Evidence retention on stitched SGD dialogues (templated questions, saturated)",
             "",
             f"Share of the turns holding each question's evidence that survive verbatim in what "
             f"the model is sent: {er['questions']} questions over {er['histories']} stitched "
@@ -196,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated speed cell keys")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["speed", "retention", "store", "listeners"],
+                        choices=["speed", "retention", "locomo", "store", "listeners"],
                         help="repeatable")  # fmt: skip
     parser.add_argument("--out", type=Path, help="folder for results.md and results.json")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a floor fails")
@@ -220,6 +242,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "retention" not in args.skip:
         print("fact retention ...", file=sys.stderr, flush=True)
         report["fact_retention"] = fact_retention.run(quick=args.quick)
+    if "locomo" not in args.skip:
+        every = 20 if args.quick else LOCOMO_EVERY
+        print(f"evidence retention (LoCoMo, every {every}th question) ...", file=sys.stderr,
+              flush=True)  # fmt: skip
+        try:
+            report["locomo"] = locomo.run(
+                every=every, progress=lambda line: print(line, file=sys.stderr, flush=True)
+            )
+        except FileNotFoundError as exc:
+            report["locomo_skipped"] = str(exc)
+    if "retention" not in args.skip:
         print("evidence retention (SGD) ...", file=sys.stderr, flush=True)
         report["evidence_retention"] = retention.run(quick=args.quick)
         print("agent session (tool outputs) ...", file=sys.stderr, flush=True)
@@ -251,6 +284,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             json.dumps(report, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8"
         )
         print(f"wrote {out / 'results.md'} and {out / 'results.json'}", file=sys.stderr)
+        if "locomo" in report:
+            every = report["locomo"]["every"]
+            same = f"python -m benchmarks.retention --locomo --every {every}"
+            command = f"{report['command']} ({same})"
+            (out / "retention_locomo.md").write_text(
+                locomo.report(report["locomo"], command), encoding="utf-8"
+            )
+            print(f"wrote {out / 'retention_locomo.md'}", file=sys.stderr)
     failed = [f for f in report.get("floors", []) if f["holds"] is False]
     return 1 if args.strict and failed else 0
 

@@ -1,5 +1,5 @@
-"""Evidence retention on human-written dialogue: does what a model is sent still hold the turn a
-question needs?
+"""Evidence retention on stitched SGD dialogues with templated questions (a saturated check):
+does what a model is sent still hold the turn a question needs?
 
 The text is the Schema-Guided Dialogue dev split (Rastogi et al., AAAI 2020; CC BY-SA 4.0), read
 at run time from ``../shared/data/sgd/dev`` beside the repository (``--data`` or
@@ -32,7 +32,14 @@ suffix-stripping stemmer, the question as the query, the system prompt and the q
 rest of the budget filled greedily by score with nothing kept for recent turns; and the same with
 each hit's exchange partner added (``BM25 + neighbour``).
 
+It saturates: its questions are made from slot values by templates and share words with the
+turns that answer them, so every method that matches words scores about 0.99 and the benchmark
+cannot tell them apart. For conversations people wrote, with questions people wrote, run the
+LoCoMo benchmark (:mod:`benchmarks.locomo`): ``--locomo [PATH]``.
+
     python -m benchmarks.retention [--quick] [--json] [--data DIR]
+    python -m benchmarks.retention --locomo [PATH] [--budgets 4k,8k,16k,10%,25%,50%]
+        [--strategies trim,summarize,recall,auto] [--every N] [--modes plain,dated] [--json]
 """
 
 from __future__ import annotations
@@ -528,19 +535,44 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="--locomo runs the LoCoMo benchmark instead (benchmarks/locomo.py): "
+        "conversations people wrote, every strategy beside retrieval-only yardsticks.",
+    )
     parser.add_argument("--quick", action="store_true", help="2 histories, 10 questions each")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--data", help="the SGD dev folder (dialogues_*.json)")
     parser.add_argument("--histories", type=int)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    lo = parser.add_argument_group("LoCoMo")
+    lo.add_argument(
+        "--locomo", nargs="?", const="", metavar="PATH",
+        help="LoCoMo JSON (a folder or a file; default ../shared/data/locomo-dev beside the "
+        "repository, or SESSION_MIGRATOR_LOCOMO_DIR); the full set is data/locomo10.json of "
+        "the GitHub repository snap-research/locomo (CC BY-NC 4.0)",
+    )  # fmt: skip
+    lo.add_argument("--budgets", default="4k,8k,16k,10%,25%,50%",
+                    help="tokens (4k, 4000) or shares of the conversation (25%%)")  # fmt: skip
+    lo.add_argument("--every", type=int, default=1, help="every Nth question of each conversation")
+    lo.add_argument("--modes", default="plain,dated", help="plain, dated (messages stamped)")
+    lo.add_argument("--conversations", type=int, help="the first N conversations only")
+    lo.add_argument("--no-dense", action="store_true", help="skip the dense and hybrid rows")
+    lo.add_argument(
+        "--out", type=Path, default=RESULTS_LOCOMO,
+        help="the Markdown report to write (default benchmarks/results/retention_locomo.md)",
+    )  # fmt: skip
+    lo.add_argument("--no-save", action="store_true", help="print only")
     args = parser.parse_args(argv)
+    strategies = [s for s in args.strategies.split(",") if s]
+    if args.locomo is not None:
+        return _main_locomo(args, strategies, argv)
     try:
         result = run(
             quick=args.quick,
             data=args.data,
             histories=args.histories,
-            strategies=[s for s in args.strategies.split(",") if s],
+            strategies=strategies,
         )
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -557,6 +589,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(markdown(result))
         if result["over_budget"]:
             print(f"OVER BUDGET: {result['over_budget']}")
+    return 0
+
+
+RESULTS_LOCOMO = Path(__file__).resolve().parent / "results" / "retention_locomo.md"
+
+
+def _main_locomo(args: argparse.Namespace, strategies: list[str],
+                 argv: Sequence[str] | None) -> int:  # fmt: skip
+    from benchmarks import locomo
+
+    try:
+        result = locomo.run(
+            args.locomo or None,
+            budgets=args.budgets.split(","),
+            strategies=strategies,
+            modes=[m for m in args.modes.split(",") if m],
+            every=args.every,
+            conversations=args.conversations,
+            dense=not args.no_dense,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = " ".join(["python -m benchmarks.retention", *words])
+    report = locomo.report(result, command)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+    else:
+        print(report)
+    if not args.no_save:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(report, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
