@@ -37,6 +37,7 @@ from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore
 
 from llamaindex_session_migrator._chat_store import SessionChatStore
 from llamaindex_session_migrator._convert import from_chat_messages, to_chat_messages
+from llamaindex_session_migrator._guard import FitToModelLLM
 from llamaindex_session_migrator._memory_options import (
     FIT_OPTIONS,
     FitOptions,
@@ -208,7 +209,8 @@ class FittedMemory(Memory):
 
     @property
     def last_report(self) -> MigrationReport | None:
-        """What the last ``get`` did: decision, tokens before and after, what was cut."""
+        """What the last ``get`` did: decision, tokens before and after, what was cut (``None``
+        while the memory's ``llm`` is a ``FitToModelLLM``: the guard fits the request)."""
         return self._report
 
     @property
@@ -225,6 +227,12 @@ class FittedMemory(Memory):
         """Upstream's history with its memory blocks, fitted to the current model."""
         history = await super().aget(input=input, **block_kwargs)
         window, source = self._tracker.resolve()
+        if isinstance(self._tracker.llm, FitToModelLLM):
+            # the guard fits the whole request (the agent's prompt, its steps, the tools, the
+            # output asked for) just before it is sent: a fit here, blind to them, would pin a
+            # summary the guard cannot shrink and squeeze the agent's current turn
+            self._report, self._window, self._source = None, window, source
+            return history
         options = self._options
         text = input.content if isinstance(input, ChatMessage) else input
         query = text if isinstance(text, str) and text and uses_query(options.strategy) else None

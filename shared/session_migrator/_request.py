@@ -241,10 +241,15 @@ def _reserve_error(
         if most > 0
         else "shorten the system prompt or the newest message"
     )
+    what = (
+        "the system prompt and the current turn's tool steps, their results shrunk,"
+        if "current turn" in str(exc)
+        else "the system prompt and the newest turn alone"
+    )
     return OutputReserveError(
         f"{parameter}={reserve:,} leaves {exc.budget:,} tokens of {window.name}'s "
-        f"{window.context_window:,}-token window for input, and the system prompt and the newest "
-        f"turn alone need {exc.needed:,}: {fix}",
+        f"{window.context_window:,}-token window for input, and {what} need {exc.needed:,}: "
+        f"{fix}",
         budget=exc.budget,
         needed=exc.needed,
         requested=reserve,
