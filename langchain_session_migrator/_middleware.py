@@ -153,7 +153,15 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         window = self.window(request.model)
         payloads: list[Any] = []
         if self.count_tools:
-            payloads = [tool_payload(t) for t in request.tools]
+            # create_agent binds the tools strict beside a ProviderStrategy (and langchain-openai
+            # makes them strict beside any response_format): counted in that form
+            strict = request.model_settings.get("strict")
+            if isinstance(request.response_format, ProviderStrategy):
+                strict = True
+            payloads = [
+                tool_payload(t, strict=strict if isinstance(strict, bool) else None)
+                for t in request.tools
+            ]
             payloads += binding_payloads(request.model_settings)
             payloads += response_format_payloads(request.response_format, window)
         asked, parameter = requested_output(unwrap_model(request.model), request.model_settings)

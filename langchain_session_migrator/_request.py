@@ -57,6 +57,8 @@ __all__ = [
     "payload_tokens",
     "provider_of",
     "requested_output",
+    "response_format_payload",
+    "strict_json_schema",
     "tool_payload",
 ]
 
@@ -65,26 +67,76 @@ _SYSTEM_ID = "session-migrator-system"
 _SENT_KWARGS = ("tools", "functions", "response_format")
 
 
-def tool_payload(tool: Any) -> Any:
-    """The JSON-able form a tool is sent in (a dict as given, else its OpenAI tool schema)."""
+def tool_payload(tool: Any, *, strict: bool | None = None) -> Any:
+    """The JSON-able form a tool is sent in (a dict as given, else its OpenAI tool schema; with
+    ``strict``, the strict form langchain-openai sends: ``"strict": true`` and
+    ``"additionalProperties": false`` on every object)."""
     if isinstance(tool, Mapping):
         return tool
     try:
-        return convert_to_openai_tool(tool)
+        return convert_to_openai_tool(tool, strict=strict)
     except (TypeError, ValueError, NotImplementedError):
         return str(tool)
+
+
+def response_format_payload(value: Any) -> Any:
+    """The JSON-able form a ``response_format`` is sent in: a dict or a string as given; a
+    pydantic class as the openai SDK sends it (``{"type": "json_schema", "json_schema":
+    {"name", "schema", "strict": true}}``, the class's whole JSON schema, titles included,
+    made strict: ``additionalProperties: false`` and every property required), not as a tool
+    schema, which leaves the titles out."""
+    if isinstance(value, Mapping | str):
+        return value
+    schema_of = getattr(value, "model_json_schema", None)
+    if isinstance(value, type) and callable(schema_of):
+        try:
+            schema = strict_json_schema(schema_of())
+        except Exception:  # a class whose schema pydantic cannot build: its tool form
+            return tool_payload(value)
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": value.__name__, "schema": schema, "strict": True},
+        }
+    return tool_payload(value)
+
+
+def strict_json_schema(schema: Any) -> Any:
+    """``schema`` as OpenAI's strict mode wants it (what the openai SDK's
+    ``to_strict_json_schema`` does to a pydantic schema): every object schema closed
+    (``additionalProperties: false``) with all its properties required, recursively."""
+    if isinstance(schema, list):
+        return [strict_json_schema(s) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {
+        k: (
+            {name: strict_json_schema(sub) for name, sub in v.items()}
+            if k in ("properties", "$defs", "definitions") and isinstance(v, Mapping)
+            else strict_json_schema(v)
+        )
+        for k, v in schema.items()
+    }
+    if out.get("type") == "object" or "properties" in out:
+        out.setdefault("additionalProperties", False)
+        properties = out.get("properties")
+        if isinstance(properties, Mapping):
+            out["required"] = list(properties)
+    return out
 
 
 def binding_payloads(kwargs: Mapping[str, Any]) -> list[Any]:
     """What the ``kwargs`` of a call or a binding add to the request (tools, functions, a
     ``response_format`` schema); ``tool_choice`` and the like are a few tokens of framing."""
     out: list[Any] = []
+    strict = kwargs.get("strict") if isinstance(kwargs.get("strict"), bool) else None
     for key in _SENT_KWARGS:
         value = kwargs.get(key)
         if value is None:
             continue
         if isinstance(value, list | tuple):
-            out.extend(tool_payload(v) for v in value)
+            out.extend(tool_payload(v, strict=strict) for v in value)
+        elif key == "response_format":
+            out.append(response_format_payload(value))
         else:
             out.append(value if isinstance(value, Mapping | str) else tool_payload(value))
     return out

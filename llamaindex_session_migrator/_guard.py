@@ -195,7 +195,29 @@ class FitToModelLLM(FunctionCallingLLM):
         self, messages: Sequence[ChatMessage], tools: Sequence[Any] = ()
     ) -> Sequence[ChatMessage]:
         """``messages`` as they will be sent with ``tools``: themselves when they fit."""
-        return self._fit(messages, tools, {})
+        return self._fit(messages, self._sent_tools(tools, {}), {})
+
+    def _sent_tools(self, tools: Sequence[Any], options: Mapping[str, Any]) -> list[Any]:
+        """``tools`` as the wrapped LLM will send them: its own ``_prepare_chat_with_tools``
+        builds the schemas (llama-index-llms-openai adds ``strict`` and
+        ``additionalProperties`` to each, Anthropic's are its own format), so what is counted is
+        what goes over the wire. Tools the LLM cannot prepare are counted by their OpenAI
+        schema (``_request_fit.tool_schema``)."""
+        llm = self._llm
+        if not tools or not isinstance(llm, FunctionCallingLLM):
+            return list(tools)
+        if any(not hasattr(t, "metadata") for t in tools):
+            return list(tools)  # already schemas (a chat(..., tools=[...]) call)
+        try:  # a provider class's own preparation must not break a request
+            prepared = llm._prepare_chat_with_tools_compat(
+                list(tools), user_msg=None, chat_history=[], **options
+            )
+        except Exception:
+            return list(tools)
+        specs = dict(prepared).get("tools")
+        if not isinstance(specs, list | tuple) or len(specs) != len(tools):
+            return list(tools)
+        return list(specs)
 
     def _fit(
         self, messages: Sequence[ChatMessage], tools: Sequence[Any], kwargs: Mapping[str, Any]
@@ -241,7 +263,8 @@ class FitToModelLLM(FunctionCallingLLM):
         **options: Any,
     ) -> dict[str, Any]:
         """The wrapped LLM's ``*_with_tools`` arguments, the history fitted with ``tools``."""
-        fitted = self._fit(self._history(user_msg, chat_history), tools, options)
+        sent = self._sent_tools(tools, options)
+        fitted = self._fit(self._history(user_msg, chat_history), sent, options)
         return {"tools": tools, "user_msg": None, "chat_history": list(fitted), **options}
 
     # -- chat ----------------------------------------------------------------------------------

@@ -72,11 +72,39 @@ def fix_output_over_window(row: Row, rows: dict[str, Row]) -> Row | None:
     return replace(row, max_output_tokens=row.context_window, note=note)
 
 
+#: name -> (context window, max output tokens, where the maker documents them), for rows whose
+#: sources say otherwise. OpenAI's gpt-4 page: "8,192 context window, 8,192 max output tokens"
+#: for gpt-4 and its snapshots (LiteLLM, and so model_windows.csv, say 4,096 output).
+#: gpt-3.5-turbo-0613 has a 4,096-token window (its 16k sibling is gpt-3.5-turbo-16k-0613):
+#: OpenAI's deprecations page, and llama-index-llms-openai's table; models.dev's only row of
+#: that name is Azure's, 16,384.
+DOCUMENTED: dict[str, tuple[int, int, str]] = {
+    "gpt-4": (8_192, 8_192, "platform.openai.com/docs/models/gpt-4"),
+    "gpt-4-0613": (8_192, 8_192, "platform.openai.com/docs/models/gpt-4"),
+    "gpt-4-0314": (8_192, 8_192, "platform.openai.com/docs/models/gpt-4"),
+    "gpt-3.5-turbo-0613": (4_096, 4_096, "platform.openai.com/docs/deprecations"),
+}
+
+
+def fix_documented(row: Row, rows: dict[str, Row]) -> Row | None:
+    """The facts of :data:`DOCUMENTED`, where the maker's documentation is cited."""
+    del rows
+    fact = DOCUMENTED.get(row.id)
+    if fact is None:
+        return None
+    window, output, ref = fact
+    note = f"{ref}: window {window:,}, max output {output:,} {_was(row)}"
+    return replace(
+        row, context_window=window, max_input_tokens=window, max_output_tokens=output, note=note
+    )
+
+
 #: (fix, whether it states a checked fact: then the row's source becomes ``checked``).
 FIXES: tuple[tuple[Callable[[Row, dict[str, Row]], Row | None], bool], ...] = (
     (fix_gpt5_input_cap, True),
     (fix_claude_default_window, True),
     (fix_deepseek_aliases, True),
+    (fix_documented, True),
     (fix_output_over_window, False),
 )
 

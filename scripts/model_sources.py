@@ -64,9 +64,12 @@ def as_int(value: object) -> int | None:
 
 #: models.dev lab folders -> the provider names this table uses.
 LABS = {"alibaba": "qwen", "meta": "meta-llama", "moonshotai": "moonshot", "zhipuai": "zhipu-glm"}
-#: models.dev provider folders that are a maker's own API (by the maker's table name).
+#: models.dev provider folders that are a maker's own API (by the maker's table name). Azure
+#: OpenAI is a host of OpenAI's models, not OpenAI's API: its deployments have limits of their
+#: own (its gpt-3.5-turbo-0613 row says 16,384, OpenAI's model has 4,096), so its rows rank as a
+#: host's and are kept as its listings, as LiteLLM's ``azure/`` keys already were.
 DEV_FIRST_PARTY = {
-    "openai": {"openai", "azure"},
+    "openai": {"openai"},
     "anthropic": {"anthropic", "google-vertex-anthropic", "amazon-bedrock"},
     "google": {"google", "google-vertex"},
     "mistral": {"mistral"},

@@ -346,7 +346,9 @@ class SessionFitter:
         prime = getattr(owner, "prime", None)
         if cached is None or prime is None:
             return
-        missing = [m for m in messages if cached(m) is None]
+        # a message with tool calls is counted afresh: counts stored before the calls' ids were
+        # counted (_tokens) are short by the ids' tokens
+        missing = [m for m in messages if not m.tool_calls and cached(m) is None]
         if not missing:
             return
         stored = self.store.get_token_counts(self.session_id, owner.name, [m.id for m in missing])

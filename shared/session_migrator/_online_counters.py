@@ -154,7 +154,7 @@ def _render(message: Message, images: ImageRule) -> tuple[str, int, bool]:
             elif part.data:
                 pieces.append(str(dict(part.data)))
     for call in message.tool_calls:
-        pieces.append(f"{call.name}({call.arguments})")
+        pieces.append(f"{call.id} {call.name}({call.arguments})".lstrip())
         extra += TOKENS_PER_TOOL_CALL
     if message.tool_call_id:
         pieces.insert(0, message.tool_call_id)

@@ -27,6 +27,7 @@ cut messages.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -60,7 +61,13 @@ _FOLD_RETRIES = 3
 
 def schema_tokens(schemas: Iterable[Any], counter: TokenCounter) -> int:
     """The tokens of ``schemas`` (tools, functions, a response format) as they go over the wire:
-    the JSON of each, plus :data:`TOKENS_PER_TOOL` for its framing."""
+    the JSON of each, plus :data:`TOKENS_PER_TOOL` for its framing (scaled, as the text is, by
+    an estimating counter's multiplier: an estimate scales every overhead, as it does a
+    message's)."""
+    multiplier = getattr(counter, "multiplier", None)
+    framing = TOKENS_PER_TOOL
+    if isinstance(multiplier, int | float) and multiplier > 1:
+        framing = math.ceil(TOKENS_PER_TOOL * multiplier)
     total = 0
     for schema in schemas:
         if isinstance(schema, str):
@@ -70,7 +77,7 @@ def schema_tokens(schemas: Iterable[Any], counter: TokenCounter) -> int:
                 text = json.dumps(schema, ensure_ascii=False, default=str)
             except (TypeError, ValueError):
                 text = str(schema)
-        total += counter.count_text(text) + TOKENS_PER_TOOL
+        total += counter.count_text(text) + framing
     return total
 
 

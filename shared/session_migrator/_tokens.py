@@ -4,8 +4,9 @@ Message accounting follows the OpenAI chat format: every message costs
 :data:`TOKENS_PER_MESSAGE` plus its role and content, a ``name`` costs :data:`TOKENS_PER_NAME`
 more, and a list of messages costs :data:`REPLY_PRIMING` for the assistant reply that follows
 (the count OpenAI bills: 129 tokens on gpt-4 and 124 on gpt-4o for the cookbook's example).
-Tool calls count their name and arguments plus :data:`TOKENS_PER_TOOL_CALL`; a tool result counts
-its content and its call id. An image part costs what the counter's image rule says for the model
+Tool calls count their name, arguments and id plus :data:`TOKENS_PER_TOOL_CALL` (the id goes over
+the wire with the call, as it does with the result); a tool result counts its content and its call
+id. An image part costs what the counter's image rule says for the model
 (``_image_tokens``: OpenAI tiles or patches, Anthropic's pixels / 750, Gemini's tiles), from the
 image's size where inline data tells it; a count that includes an image is an estimate
 (:func:`counted_exactly`).
@@ -198,7 +199,7 @@ class BaseCounter:
                     tokens += self.count_text(str(dict(part.data)))
         for call in message.tool_calls:
             tokens += TOKENS_PER_TOOL_CALL + self.count_text(call.name)
-            tokens += self.count_text(call.arguments)
+            tokens += self.count_text(call.arguments) + self.count_text(call.id)
         if message.tool_call_id:
             tokens += self.count_text(message.tool_call_id)
         return tokens

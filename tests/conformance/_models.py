@@ -1,10 +1,10 @@
 """The emulators' models table: window, input cap and output cap of each model they serve.
 
 The facts come from :func:`session_migrator.lookup_model`, so the guard and the emulator agree on
-windows by construction, except where the provider's own documentation says otherwise: those
-rows are in :data:`PROVIDER_FACTS`, with the source, and ``test_emulators.py`` checks that the
-bundled table agrees with them (a disagreement there is a bug of the bundled table, the guard
-would fit the wrong window).
+windows by construction. Where a provider's own documentation states the facts, they are in
+:data:`PROVIDER_FACTS`, with the source, and ``test_models.py`` checks that the bundled table
+agrees with them (a disagreement is a bug of the bundled table, corrected where it is built:
+``scripts/model_fixes.py``; the emulator does not paper over it).
 
 ``sum_rule``: the service refuses ``input + max_tokens > window`` (OpenAI; Anthropic since
 Claude 3.7). Without it (Claude 3 and 3.5) only the input is checked against the window, and
@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 from session_migrator import lookup_model
 
-# name -> (context window, max output tokens, source), where the provider documents other facts
-# than the bundled table holds.
+# name -> (context window, max output tokens, source), as the provider documents them.
 PROVIDER_FACTS: dict[str, tuple[int, int, str]] = {
     # platform.openai.com/docs/models/gpt-4: "8,192 context window, 8,192 max output tokens"
     "gpt-4": (8_192, 8_192, "platform.openai.com/docs/models/gpt-4"),
@@ -42,12 +41,16 @@ class ServedModel:
 
 def _served(name: str, provider: str, *, sum_rule: bool = True) -> ServedModel:
     w = lookup_model(name)
-    window, max_input, max_output = w.context_window, w.max_input_tokens, w.max_output_tokens
-    if name in PROVIDER_FACTS:
-        window, max_output, _ = PROVIDER_FACTS[name]
-        max_input = window
-    assert max_output is not None, name
-    return ServedModel(name, provider, window, max_input, max_output, sum_rule, w.tokenizer)
+    assert w.max_output_tokens is not None, name
+    return ServedModel(
+        name,
+        provider,
+        w.context_window,
+        w.max_input_tokens,
+        w.max_output_tokens,
+        sum_rule,
+        w.tokenizer,
+    )
 
 
 @functools.cache

@@ -67,12 +67,6 @@ ANTHROPIC_UPSTREAM = pytest.mark.xfail(
     reason="llama-index-llms-anthropic cannot build a request with anthropic>=2 (upstream)",
     strict=True,
 )
-#: The handoff's third request on gpt-4 (max_tokens=512) is sent about 260 tokens over what the
-#: guard counted (7,704 + 512 > 8,192 where the guard reported 7,442 of 7,446): open in issue 31.
-HANDOFF_UNDERCOUNT = pytest.mark.xfail(
-    reason="AgentWorkflow handoff: the request sent is ~260 tokens over the guard's count (open)",
-    strict=False,
-)
 
 
 def _cells() -> list[Any]:
@@ -82,8 +76,6 @@ def _cells() -> list[Any]:
             marks = []
             if llm_name.startswith("anthropic"):
                 marks.append(ANTHROPIC_UPSTREAM)
-            elif surface == "AgentWorkflow handoff" and "max_tokens=512" in llm_name:
-                marks.append(HANDOFF_UNDERCOUNT)
             cells.append(pytest.param(llm_name, surface, marks=marks, id=f"{llm_name}-{surface}"))
     return cells
 

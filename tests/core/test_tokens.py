@@ -190,7 +190,11 @@ def test_tool_calls_results_and_images_are_counted() -> None:
     base = TOKENS_PER_MESSAGE + c.count_text("assistant")
     call = Message("assistant", "", tool_calls=(ToolCall("call_1", "get_weather", '{"c": 1}'),))
     assert c.count_message(call) == (
-        base + TOKENS_PER_TOOL_CALL + c.count_text("get_weather") + c.count_text('{"c": 1}')
+        base
+        + TOKENS_PER_TOOL_CALL
+        + c.count_text("get_weather")
+        + c.count_text('{"c": 1}')
+        + c.count_text("call_1")
     )
     result = Message("tool", "18 degrees", tool_call_id="call_1")
     assert c.count_message(result) == (

@@ -125,7 +125,8 @@ def test_anthropic_renders_tool_calls_and_results(anthropic: tuple[Any, Switch])
     counter = make_anthropic(server)
     call = Message("assistant", "", tool_calls=(ToolCall("c1", "lookup", '{"q": "x"}'),))
     result = Message("tool", "sunny and warm", tool_call_id="c1")
-    assert counter.count_message(call) == 3 + 2 + 3  # turn, 'lookup({"q": "x"})', allowance
+    # turn, 'c1 lookup({"q": "x"})' (the call's id goes over the wire too), allowance
+    assert counter.count_message(call) == 3 + 3 + 3
     assert counter.count_message(result) == 3 + 1 + 3  # turn, 'c1', 'sunny and warm'
     assert counter.count_message(Message("assistant", "")) == 3
     assert counter.exact
