@@ -85,7 +85,11 @@ def _turns(invoke: Any, model: AgentChatModel) -> Tally:
     return tally
 
 
-def create_agent_run(name: str, guarded: bool) -> Tally:
+def create_agent_run(name: str, guarded: bool, mode: str = "invoke") -> Tally:
+    """8 turns of ``create_agent`` on one thread, each run with ``mode``: ``invoke``,
+    ``ainvoke`` or ``astream`` (the graph's values, streamed)."""
+    import asyncio
+
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -99,8 +103,18 @@ def create_agent_run(name: str, guarded: bool) -> Tally:
     )
     config = {"configurable": {"thread_id": "agent"}, "recursion_limit": RECURSION_LIMIT}
 
+    async def streamed(inputs: Any) -> Any:
+        states = [state async for state in agent.astream(inputs, config, stream_mode="values")]
+        return states[-1]
+
     def invoke(turn: int) -> str:
-        state = agent.invoke({"messages": [("user", question(turn))]}, config)
+        inputs: Any = {"messages": [("user", question(turn))]}
+        if mode == "ainvoke":
+            state = asyncio.run(agent.ainvoke(inputs, config))
+        elif mode == "astream":
+            state = asyncio.run(streamed(inputs))
+        else:
+            state = agent.invoke(inputs, config)
         return str(state["messages"][-1].content)
 
     return _turns(invoke, model)

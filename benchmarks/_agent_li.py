@@ -167,8 +167,11 @@ def _agent(style: str, llm: Any) -> Any:
     return FunctionAgent(tools=[lookup], llm=llm, system_prompt=SYSTEM_PROMPT)
 
 
-def li_run(style: str, memory: str, name: str, window: int, guarded: bool) -> Tally:
-    """8 turns of ``style``'s agent on one ``memory`` (``session``, ``fitted``, ``default``)."""
+def li_run(
+    style: str, memory: str, name: str, window: int, guarded: bool, streaming: bool = True
+) -> Tally:
+    """8 turns of ``style``'s agent on one ``memory`` (``session``, ``fitted``, ``default``),
+    the model's replies streamed or not."""
     model = AgentLLM(
         model_name=name,
         context_window=window,
@@ -176,6 +179,10 @@ def li_run(style: str, memory: str, name: str, window: int, guarded: bool) -> Ta
     )
     llm: Any = FitToModelLLM(model) if guarded else model
     agent = _agent(style, llm)
+    from llama_index.core.agent.workflow import AgentWorkflow
+
+    for each in agent.agents.values() if isinstance(agent, AgentWorkflow) else [agent]:
+        each.streaming = streaming
     mem = _memory(memory, llm, f"{style}-{memory}")
     tally = model.tally
 

@@ -1,0 +1,67 @@
+"""Issue 32's outcome, kept: under the guard an agent finishes its turn in as many model calls as
+without it, sync and async, streamed or not, and below where its turn fits it is refused with a
+``BudgetError``, never left looping (the fake model of ``benchmarks._agent_brain`` calls again
+every lookup whose result it cannot see)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from benchmarks._agent_brain import PER_ROUND, ROUNDS, TURNS, Tally
+from benchmarks._agent_lc import create_agent_run, tool_node_run
+from benchmarks._agent_li import li_run
+from benchmarks.agent_progress import _model
+
+pytestmark = [  # (LlamaIndex's workflows inspect their agents' pydantic fields)
+    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20:inspect"),
+    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211:inspect"),
+    # (ReActAgent asks whether its workflow is running from within a step)
+    pytest.mark.filterwarnings("ignore:is_running called from within a step:DeprecationWarning"),
+    # (LlamaIndex's own Memory keeps an in-memory aiosqlite store it never closes)
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+#: What each setup takes a turn unguarded on a large window: a call a round and the answer
+#: (ReAct: a call a lookup; the handoff workflow: the router's handoff first).
+FUNCTION, REACT, HANDOFF = ROUNDS + 1, ROUNDS * PER_ROUND + 1, ROUNDS + 2
+
+Run = Callable[[str, int], Tally]
+SETUPS: dict[str, tuple[Run, int]] = {
+    "create_agent invoke": (lambda n, w: create_agent_run(n, True), FUNCTION),
+    "create_agent ainvoke": (lambda n, w: create_agent_run(n, True, "ainvoke"), FUNCTION),
+    "create_agent astream": (lambda n, w: create_agent_run(n, True, "astream"), FUNCTION),
+    "ToolNode loop": (lambda n, w: tool_node_run(n, True), FUNCTION),
+    "FunctionAgent streamed": (lambda n, w: li_run("function", "session", n, w, True), FUNCTION),
+    "FunctionAgent not streamed": (
+        lambda n, w: li_run("function", "session", n, w, True, streaming=False),
+        FUNCTION,
+    ),
+    "FunctionAgent FittedMemory": (lambda n, w: li_run("function", "fitted", n, w, True), FUNCTION),
+    "FunctionAgent LlamaIndex Memory": (
+        lambda n, w: li_run("function", "default", n, w, True),
+        FUNCTION,
+    ),
+    "ReActAgent FittedMemory": (lambda n, w: li_run("react", "fitted", n, w, True), REACT),
+    "AgentWorkflow handoff": (lambda n, w: li_run("handoff", "session", n, w, True), HANDOFF),
+}
+
+
+@pytest.mark.parametrize("setup", sorted(SETUPS))
+def test_the_turn_finishes_in_as_many_calls_as_unguarded(setup: str) -> None:
+    run, calls = SETUPS[setup]
+    tally = run(_model(2048), 2048)  # one turn alone is about 4,500 tokens
+    assert tally.failed == []
+    assert tally.errors == []
+    assert tally.calls_per_turn == [calls] * TURNS
+
+
+@pytest.mark.parametrize("setup", ["create_agent invoke", "FunctionAgent streamed"])
+def test_below_the_turn_it_is_refused_not_looping(setup: str) -> None:
+    run, _ = SETUPS[setup]
+    tally = run(_model(768), 768)
+    assert tally.failed == []  # no recursion or iteration limit reached
+    assert len(tally.errors) == TURNS
+    assert all("current turn" in e or "max_tokens" in e for e in tally.errors), tally.errors[:1]
