@@ -59,10 +59,14 @@ def recall_turns(
 
     cache = layout.cache if incremental else None
     held = cache.get("recall") if cache is not None else None
-    if not isinstance(held, _CutTurns) or held.cut != cut:
+    if not isinstance(held, _CutTurns) or held.cut != cut or not held.costs_hold(messages):
         previous = held.index if isinstance(held, _CutTurns) else None
         held = _CutTurns(layout, cut)
         if cache is not None:
+            # the costs it keeps are of these messages: a later fit's may differ at the same
+            # positions (an old tool output shrunk once newer ones came), and then they are
+            # counted again (see :meth:`_CutTurns.costs_hold`)
+            held.sent = held.sent_in(messages)
             # one index for the growing conversation: only the newly cut turns are indexed
             # (``document`` reads this call's ``messages``: a ledger's list, which only grows)
             held.index = previous if previous is not None else RelevanceIndex(document)
@@ -227,6 +231,7 @@ class _CutTurns:
         self.totals = [-1] * len(self.turns)
         self._starts: _Ints | None = None
         self._positions: dict[int, list[int]] = {}
+        self._all: list[int] | None = None
         self._whole_costs: _Ints | None = None
         self._compact_costs: _Ints | None = None
         self._compacts: dict[int, tuple[int, list[int]]] = {}
@@ -235,6 +240,26 @@ class _CutTurns:
         self._flat: _Ints | None = None
         self._together: npt.NDArray[np.bool_] | None = None
         self._offsets: _Ints = np.zeros(1, dtype=np.int64)
+        # (kept between fits) the messages the costs above are of, at the turns' positions
+        self.sent: tuple[Message, ...] | None = None
+
+    def sent_in(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        """``messages`` at the positions of the turns' messages."""
+        if self._all is None:
+            self._all = _positions_in([u for turn in self.turns for u in turn])
+        at = self._all
+        if len(at) > 1:
+            return tuple(operator.itemgetter(*at)(messages))
+        return tuple(messages[i] for i in at)
+
+    def costs_hold(self, messages: Sequence[Message]) -> bool:
+        """Whether the costs kept are those of ``messages``' cut turns: the messages at the
+        turns' positions are those they were counted from (the same objects, or equal ones).
+        The messages a fit sends can differ from the last fit's there: an old tool output
+        shrinks once newer outputs come (see :func:`~session_migrator._tiers.shrink_tool_outputs`),
+        while the cut stays where it was.
+        """
+        return self.sent is not None and self.sent == self.sent_in(messages)
 
     def whole_costs(self) -> _Ints:
         """Each turn's cost (the turns counted)."""

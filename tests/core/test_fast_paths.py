@@ -303,6 +303,28 @@ def test_a_fitter_with_slack_keeps_its_cut_and_the_rules(seed: int, strategy: st
         assert same >= len(heads) // 2
 
 
+def test_a_kept_cut_counts_a_recalled_tool_output_shrunk_since_it_was_cut() -> None:
+    # seed 564 (found by hypothesis): a tool output in the kept cut was among the newest three
+    # when the cut was made, so sent whole; two messages on, a newer output makes it old, so
+    # shrunk (here to more tokens than its whole text), and recall, for the new question, took
+    # its turn at the cost counted before: the fast path's count fell 17 tokens short
+    rng = random.Random(564)
+    messages = _conversation(rng, 90)
+    budget = rng.randint(400, 1200)
+    window = ModelWindow("w", "p", budget, budget, 0, "o200k_base", "explicit")
+    fitter = SessionFitter(
+        "k564", store="memory://", strategy="recall", reserve_output=0, slack=0.2
+    )
+    fitter.append(messages[:30])
+    counter = TiktokenCounter()
+    for k in range(30, len(messages) + 1):
+        got = fitter.fit(window)
+        assert got.report.tokens_after == counter.count_messages(got.messages), k
+        _check_fit(messages[:k], got, budget)
+        if k < len(messages):
+            fitter.append([messages[k]])
+
+
 def _errands() -> list[Message]:
     """A fact (the locker code) in the first turn, said days before the 40 turns of the same
     routine that follow (so it is no neighbour of theirs in one conversation)."""
