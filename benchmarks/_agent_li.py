@@ -202,6 +202,11 @@ def li_run(
                 else:
                     tally.failed.append(f"turn {turn}: {type(exc).__name__}: {str(exc)[:80]}")
             tally.calls_per_turn.append(len(tally.sent) - before)
+        # LlamaIndex's own Memory keeps an in-memory SQLite engine: disposed here, not left to
+        # the garbage collector
+        engine = getattr(getattr(mem, "sql_store", None), "_async_engine", None)
+        if engine is not None:
+            await engine.dispose()
 
     asyncio.run(main())
     return tally

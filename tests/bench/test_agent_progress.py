@@ -19,9 +19,6 @@ pytestmark = [  # (LlamaIndex's workflows inspect their agents' pydantic fields)
     pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211:inspect"),
     # (ReActAgent asks whether its workflow is running from within a step)
     pytest.mark.filterwarnings("ignore:is_running called from within a step:DeprecationWarning"),
-    # (LlamaIndex's own Memory keeps an in-memory aiosqlite store it never closes)
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
 
 #: What each setup takes a turn unguarded on a large window: a call a round and the answer
