@@ -2,8 +2,8 @@
 
 When a conversation does not fit, every tool output of the turns before the current one (the
 agent's working set, see :mod:`session_migrator._working`) is cut to its head and tail (about
-:data:`TOOL_OUTPUT_CHARS` characters; the newest :data:`KEEP_NEWEST_TOOL_OUTPUTS` of them only
-when shrinking the others is not enough) around a marker that says how many lines and characters
+:data:`TOOL_OUTPUT_CHARS` characters; the newest :data:`KEEP_NEWEST_TOOL_OUTPUTS` tool outputs
+are kept whole) around a marker that says how many lines and characters
 were cut and that the full output stays in the store. Only then are turns summarized or dropped
 (the engine's later tiers), over the shrunk conversation. Whatever room is left at the end goes
 back to the shrunk outputs, newest first (:func:`give_back`), so that a conversation a few
@@ -40,7 +40,7 @@ __all__ = [
     "with_shrunk",
 ]
 
-#: The newest tool outputs of the older turns shrink last of them (after every other one).
+#: The newest tool outputs are kept whole by this tier (they go with their turns).
 KEEP_NEWEST_TOOL_OUTPUTS = 3
 #: What an old tool output keeps: its first 60% and last 40% of this many characters, and
 #: where the conversation still does not fit, of the next smaller size.
@@ -104,22 +104,18 @@ def shrink_tool_outputs(
     """
     tools = [i for u in layout.units for i in u.indices[1:] if messages[i].role == "tool"]
     old = [i for i in tools if i < before]
-    if not old:
-        return None
     memo: dict[tuple[str, int], Message] | None = None
     if layout.cache is not None:
         held: Any = layout.cache.get("shrunk")
         if not isinstance(held, dict):
             held = layout.cache["shrunk"] = {}
         memo = held
-    # the newest outputs of the older turns are the last of them to shrink (the current turn
-    # often reads them): first the others, and only when that is not enough, all of them
+    # the newest outputs are kept whole (the current turn often reads them): they go with
+    # their turns, after every other one has shrunk
     newest = set(tools[-KEEP_NEWEST_TOOL_OUTPUTS:])
-    first = [i for i in old if i not in newest]
-    if first and len(first) < len(old):
-        found, fits = _shrink_group(messages, layout, available, counter, first, memo)
-        if fits:
-            return found
+    old = [i for i in old if i not in newest]
+    if not old:
+        return None
     return _shrink_group(messages, layout, available, counter, old, memo)[0]
 
 
