@@ -23,7 +23,7 @@ from session_migrator import BudgetError, ContentPart, Message, ModelWindow, Too
 from session_migrator._migrate import MigrationResult, migrate
 from session_migrator._rules import chat_rule_violations
 from session_migrator._strategies import get_strategy
-from session_migrator._tiers import TOOL_OUTPUT_CHARS, shrunk_output
+from session_migrator._tiers import KEEP_NEWEST_TOOL_OUTPUTS, TOOL_OUTPUT_CHARS, shrunk_output
 from session_migrator._tokens import TokenCounter, counted_exactly, counter_for
 from session_migrator._units import broken_for_good
 
@@ -211,13 +211,15 @@ def _fits_with_tool_outputs_shrunk(
     messages: Sequence[Message], budget: int, counter: TokenCounter
 ) -> bool:
     """Whether the conversation fits with every tool output of the turns before the current
-    one shrunk to its smallest, all of them answering their calls (no broken pair, no system
-    prompt cut)."""
+    one but the newest three shrunk to its smallest, all of them answering their calls (no
+    broken pair, no system prompt cut)."""
     if broken_for_good(messages):
         return False
     start = _turn_start(messages)
+    tools = [i for i, m in enumerate(messages) if m.role == "tool"]
+    old = {i for i in tools[: max(len(tools) - KEEP_NEWEST_TOOL_OUTPUTS, 0)] if i < start}
     smallest = [
-        (shrunk_output(m, TOOL_OUTPUT_CHARS[-1]) or m) if m.role == "tool" and i < start else m
+        (shrunk_output(m, TOOL_OUTPUT_CHARS[-1]) or m) if i in old else m
         for i, m in enumerate(messages)
     ]
     return counter.count_messages(smallest) <= budget
