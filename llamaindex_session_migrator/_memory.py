@@ -15,6 +15,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.memory import ChatMemoryBuffer
 
 from llamaindex_session_migrator._convert import from_chat_message
+from llamaindex_session_migrator._guard import FitToModelLLM
 from llamaindex_session_migrator._handout import HandOut
 from llamaindex_session_migrator._instrumentation import listen, unlisten
 from llamaindex_session_migrator._memory_hooks import (
@@ -395,6 +396,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
                     extra=extra,
                     cap=cap,
                     tokenizer_fn=own if not isinstance(own, PromptTokenizer) else None,
+                    guarded=isinstance(self._tracker.llm, FitToModelLLM),
                 )
             self._window, self._source = window, source
             return result

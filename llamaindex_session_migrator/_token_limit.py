@@ -88,13 +88,24 @@ def fit_within(
     extra: int,
     cap: int | None,
     tokenizer_fn: Callable[[str], list[object]] | None,
+    guarded: bool = False,
 ) -> MigrationResult:
     """The fit of ``fitter``'s session to ``window`` under ``cap``: a cap too small for whole
     messages with their chat-format overhead (no fit, or a message cut inside) degrades as
-    ``ChatMemoryBuffer`` does (see the module docstring)."""
+    ``ChatMemoryBuffer`` does (see the module docstring).
+
+    ``guarded``: the model is a ``FitToModelLLM``, which fits the whole request just before it
+    is sent. Where the history does not fit beside the ``extra`` the caller holds back (an
+    agent's prompt and tools, counted by the agent), it is fitted without it and the guard,
+    which sees them all, fits the rest or says why not (an agent's current turn stays whole
+    for it to shrink)."""
     try:
         result = fitter.fit(window, query=query, extra_reserved=extra, budget_cap=cap)
     except BudgetError:
+        if guarded and extra:
+            return fit_within(
+                fitter, window, query=query, extra=0, cap=cap, tokenizer_fn=tokenizer_fn
+            )
         if cap is None:
             raise
     else:
