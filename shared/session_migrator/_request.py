@@ -47,8 +47,8 @@ from session_migrator._output import check_tokens, output_reserve
 from session_migrator._strategies import Compressor
 from session_migrator._summarizers import Summarizer, Summary
 from session_migrator._tokens import TokenCounter
+from session_migrator._units import is_step_result
 from session_migrator._windows import ModelWindow
-from session_migrator._working import is_step_result
 
 __all__ = ["TOKENS_PER_TOOL", "RequestFit", "RequestFitter", "fit_request", "schema_tokens"]
 

@@ -31,13 +31,11 @@ from session_migrator._messages import Message
 from session_migrator._tiers import TOOL_OUTPUT_CHARS, counted_newest, shrunk_output
 from session_migrator._tokens import TokenCounter
 from session_migrator._truncate import shorten_call
-from session_migrator._units import STEP_RESULT_PREFIXES, Layout, is_step_result, work_units
+from session_migrator._units import Layout, is_step_result, work_units
 
 __all__ = [
-    "STEP_RESULT_PREFIXES",
     "check_turn_kept",
     "current_turn",
-    "is_step_result",
     "shrink_current_turn",
     "turn_kept",
     "turn_squeezed",
@@ -55,9 +53,9 @@ def current_turn(messages: Sequence[Message], layout: Layout) -> int:
     return len(units)
 
 
-def _outputs(messages: Sequence[Message], layout: Layout, turn: int) -> tuple[list[int], list[int]]:
-    """The positions of the current turn's outputs (tool results and step results): those of
-    its older rounds, and those of its newest round."""
+def _older_outputs(messages: Sequence[Message], layout: Layout, turn: int) -> list[int]:
+    """The positions of the outputs (tool results and step results) of the current turn's
+    rounds but its newest."""
     rounds: list[list[int]] = []
     for unit in layout.units[turn + 1 :]:
         first = messages[unit.indices[0]]
@@ -65,9 +63,7 @@ def _outputs(messages: Sequence[Message], layout: Layout, turn: int) -> tuple[li
             rounds.append([i for i in unit.indices[1:] if messages[i].role == "tool"])
         elif is_step_result(first):
             rounds.append([unit.indices[0]])
-    if not rounds:
-        return [], []
-    return [i for r in rounds[:-1] for i in r], rounds[-1]
+    return [i for r in rounds[:-1] for i in r]
 
 
 def _turn_cost(
@@ -91,7 +87,7 @@ def shrink_current_turn(
     """
     if turn >= len(layout.units) or _turn_cost(messages, layout, turn, counter) <= available:
         return None
-    older, _ = _outputs(messages, layout, turn)
+    older = _older_outputs(messages, layout, turn)
     smallest: tuple[list[Message], Layout, dict[int, Message]] | None = None
     for keep in TOOL_OUTPUT_CHARS:  # the largest size that fits
         out = list(messages)
