@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from session_migrator._messages import Message
+from session_migrator._sections import kept_spans
 from session_migrator._tokens import TokenCounter
 from session_migrator._truncate import (
     MIN_TRUNCATED_TOKENS,
@@ -226,8 +227,11 @@ def least_form(message: Message, counter: TokenCounter, step: bool) -> Message:
         return message
     if len(message.content) <= VISIBLE_CHARS:
         return message
-    head = message.replace(content=message.content[:VISIBLE_CHARS])
-    return _at_most(message, counter.count_message(head) + MIN_TRUNCATED_TOKENS, counter)
+    # its head, and the lines that mark its sections (a code step's several results)
+    spans = kept_spans(message.content, VISIBLE_CHARS, at_lines=False)
+    head = message.replace(content="".join(message.content[a:b] for a, b in spans))
+    cuts = len(spans) - 1
+    return _at_most(message, counter.count_message(head) + MIN_TRUNCATED_TOKENS * cuts, counter)
 
 
 def _floor(message: Message, counter: TokenCounter, step: bool) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 from session_migrator._messages import MARKER_KEY, Message
 from session_migrator._result import CompressionResult
+from session_migrator._sections import cut_around, kept_spans
 from session_migrator._tokens import TokenCounter
 from session_migrator._truncate import truncate_message
 from session_migrator._units import Layout, build_units, is_step_result
@@ -60,31 +61,33 @@ def tool_marker(lines: int, chars: int) -> str:
 
 def shrunk_output(message: Message, keep: int) -> Message | None:
     """``message`` (a tool output, or a step's result) cut to its head and tail of about
-    ``keep`` characters, or ``None`` when it is short."""
+    ``keep`` characters, and the lines that mark its sections between (see
+    :mod:`session_migrator._sections`), or ``None`` when it is short."""
     content = message.content
     if not isinstance(content, str) or len(content) < _WORTH * keep:
         return None
-    head_end = int(keep * 0.6)
-    tail_start = len(content) - (keep - head_end)
-    # end the head and start the tail at a line break when one is near (logs read by lines)
-    newline = content.rfind("\n", head_end * 4 // 5, head_end)  # (the head stays the longer)
-    if newline > 0:
-        head_end = newline
-    newline = content.find("\n", tail_start, tail_start + (len(content) - tail_start) // 2)
-    if newline > 0:
-        tail_start = newline + 1
-    middle = content[head_end:tail_start]
-    lines = middle.count("\n") + 1
+    cut: list[str] = []
+
+    def marker(gap: str) -> str:
+        cut.append(gap)
+        return tool_marker(_lines(gap), len(gap))
+
+    spans = kept_spans(content, keep)
+    text = cut_around(content, spans, marker)
     extra = dict(message.extra)
     extra[MARKER_KEY] = {
         "kind": "truncated",
         "tier": "tool_output",
-        "cut_chars": len(middle),
-        "cut_lines": lines,
+        "cut_chars": sum(len(gap) for gap in cut),
+        "cut_lines": sum(_lines(gap) for gap in cut),
         "full_in_store": True,
     }
-    text = content[:head_end] + tool_marker(lines, len(middle)) + content[tail_start:]
     return message.replace(content=text, extra=extra)
+
+
+def _lines(gap: str) -> int:
+    """How many lines ``gap`` (a cut part, from line break to line break) holds."""
+    return gap.strip("\n").count("\n") + 1
 
 
 def shrink_tool_outputs(

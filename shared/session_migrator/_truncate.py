@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from session_migrator._messages import MARKER_KEY, Message
+from session_migrator._sections import cut_around, kept_spans
 from session_migrator._tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ def _marker(cut_tokens: int) -> str:
 
 
 def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
-    """``text`` cut to at most ``target`` tokens: head and tail kept, a marker between.
+    """``text`` cut to at most ``target`` tokens: head and tail kept, a marker between (and
+    the lines that mark its sections, see :mod:`session_migrator._sections`).
 
     Returns ``text`` itself when it fits, and ``""`` when not even the marker fits.
     """
@@ -54,10 +56,8 @@ def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
     chars_per_token = len(text) / max(total, 1)
     budget_chars = keep * chars_per_token
     for _ in range(12):
-        head_chars = int(budget_chars * 0.6)
-        tail_chars = int(budget_chars * 0.4)
-        tail = text[len(text) - tail_chars :] if tail_chars > 0 else ""
-        candidate = text[:head_chars] + marker + tail
+        spans = kept_spans(text, int(budget_chars), at_lines=False)
+        candidate = cut_around(text, spans, lambda gap: _marker(counter.count_text(gap)))
         used = counter.count_text(candidate)
         if used <= target:
             return candidate
