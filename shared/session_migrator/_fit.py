@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from session_migrator._messages import Message
-from session_migrator._sections import kept_spans
+from session_migrator._sections import kept_spans, text_of
 from session_migrator._tokens import TokenCounter
 from session_migrator._truncate import (
     MIN_TRUNCATED_TOKENS,
@@ -223,13 +223,12 @@ def least_form(message: Message, counter: TokenCounter, step: bool) -> Message:
         return _at_most(message, smallest_cost(message, counter), counter)
     if message.tool_calls:
         return shorten_call(message, counter)
-    if message.role == "assistant" or not isinstance(message.content, str):
-        return message
-    if len(message.content) <= VISIBLE_CHARS:
+    text = None if message.role == "assistant" else text_of(message)
+    if text is None or len(text) <= VISIBLE_CHARS:
         return message
     # its head, and the lines that mark its sections (a code step's several results)
-    spans = kept_spans(message.content, VISIBLE_CHARS, at_lines=False)
-    head = message.replace(content="".join(message.content[a:b] for a, b in spans))
+    spans = kept_spans(text, VISIBLE_CHARS, at_lines=False)
+    head = message.replace(content="".join(text[a:b] for a, b in spans))
     cuts = len(spans) - 1
     return _at_most(message, counter.count_message(head) + MIN_TRUNCATED_TOKENS * cuts, counter)
 

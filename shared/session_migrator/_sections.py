@@ -16,8 +16,12 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-__all__ = ["cut_around", "kept_spans"]
+if TYPE_CHECKING:
+    from session_migrator._messages import Message
+
+__all__ = ["cut_around", "kept_spans", "text_of"]
 
 _DIGITS = re.compile(r"\d+")
 #: A cut part whose lines stand alone more often than one in this many has no sections.
@@ -105,3 +109,15 @@ def cut_around(text: str, spans: list[tuple[int, int]], marker: Callable[[str], 
         pieces.append(marker(gap) if gap.strip("\n") else gap)
         pieces.append(text[start:stop])
     return "".join(pieces)
+
+
+def text_of(message: Message) -> str | None:
+    """A message's content as one text, where it is text: a string, or parts all text (a tool
+    result in content blocks, as MCP tools return them, joined by line breaks); ``None`` where
+    it holds an image or a file, which a cut of its text would lose."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    if content and all(part.type == "text" for part in content):
+        return message.text
+    return None

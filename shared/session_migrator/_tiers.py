@@ -24,7 +24,7 @@ from typing import Any
 
 from session_migrator._messages import MARKER_KEY, Message
 from session_migrator._result import CompressionResult
-from session_migrator._sections import cut_around, kept_spans
+from session_migrator._sections import cut_around, kept_spans, text_of
 from session_migrator._tokens import TokenCounter
 from session_migrator._truncate import truncate_message
 from session_migrator._units import Layout, build_units, is_step_result
@@ -63,8 +63,8 @@ def shrunk_output(message: Message, keep: int) -> Message | None:
     """``message`` (a tool output, or a step's result) cut to its head and tail of about
     ``keep`` characters, and the lines that mark its sections between (see
     :mod:`session_migrator._sections`), or ``None`` when it is short."""
-    content = message.content
-    if not isinstance(content, str) or len(content) < _WORTH * keep:
+    content = text_of(message)
+    if content is None or len(content) < _WORTH * keep:
         return None
     cut: list[str] = []
 

@@ -30,6 +30,10 @@ SETUPS: dict[str, tuple[Run, int]] = {
     "create_agent invoke": (lambda n, w: create_agent_run(n, True), FUNCTION),
     "create_agent ainvoke": (lambda n, w: create_agent_run(n, True, "ainvoke"), FUNCTION),
     "create_agent astream": (lambda n, w: create_agent_run(n, True, "astream"), FUNCTION),
+    "create_agent content blocks": (
+        lambda n, w: create_agent_run(n, True, blocks=True),
+        FUNCTION,
+    ),
     "ToolNode loop": (lambda n, w: tool_node_run(n, True), FUNCTION),
     "FunctionAgent streamed": (lambda n, w: li_run("function", "session", n, w, True), FUNCTION),
     "FunctionAgent not streamed": (

@@ -184,18 +184,26 @@ _OMITTED = re.compile(r"\n\[\d+ non-text part\(s\) omitted\]$")
 
 
 def _check_cut_inside(cut: Message, original: Message) -> None:
-    """A message cut inside keeps the head and the tail of its text around one marker, and its
+    """A message cut inside keeps the head and the tail of its text around one marker (and,
+    where its text has sections, the lines that mark them, in order, between markers), and its
     tool calls (same ids and names) with arguments that are still a JSON object."""
     assert [(c.id, c.name) for c in cut.tool_calls] == [(c.id, c.name) for c in original.tool_calls]
     for call in cut.tool_calls:
         assert isinstance(json.loads(call.arguments), dict)
     text = _OMITTED.sub("", cut.text)
     pieces = _CUT.split(text)
-    if len(pieces) == 2:
-        head, tail = pieces
+    if len(pieces) >= 2:
+        head, *marks, tail = pieces
         assert original.text.startswith(head)
         assert original.text.endswith(tail)
-        assert len(head) >= len(tail), "the head gets the larger share"
+        position = len(head)
+        for mark in marks:  # each a whole line of the part cut, in order
+            found = original.text.find("\n" + mark + "\n", position)
+            assert found >= 0, mark
+            position = found + len(mark) + 1
+        assert position <= len(original.text) - len(tail)
+        if not marks:
+            assert len(head) >= len(tail), "the head gets the larger share"
     else:
         assert len(pieces) == 1
         assert text == original.text or text in ("", "[...]") or "cut by session-migrator" in text
