@@ -20,12 +20,16 @@ from hypothesis import HealthCheck, Phase, assume, event, given, settings
 from hypothesis import strategies as st
 
 from session_migrator import BudgetError, ContentPart, Message, ModelWindow, ToolCall
-from session_migrator._migrate import MigrationResult, migrate
-from session_migrator._rules import chat_rule_violations
-from session_migrator._strategies import get_strategy
-from session_migrator._tiers import KEEP_NEWEST_TOOL_OUTPUTS, TOOL_OUTPUT_CHARS, shrunk_output
-from session_migrator._tokens import TokenCounter, counted_exactly, counter_for
-from session_migrator._units import broken_for_good
+from session_migrator.counting._tokens import TokenCounter, counted_exactly, counter_for
+from session_migrator.fitting._tiers import (
+    KEEP_NEWEST_TOOL_OUTPUTS,
+    TOOL_OUTPUT_CHARS,
+    shrunk_output,
+)
+from session_migrator.fitting._units import broken_for_good
+from session_migrator.messages._rules import chat_rule_violations
+from session_migrator.migration._migrate import MigrationResult, migrate
+from session_migrator.migration._strategies import get_strategy
 
 STRATEGIES = ("trim", "summarize", "recall", "auto")
 TOKENIZERS = ("o200k_base", "cl100k_base", "claude", "gemini", "llama", "mistral-spm", "other")

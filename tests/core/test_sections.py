@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from session_migrator import Message, TiktokenCounter, truncate_text
-from session_migrator._fit import least_form
-from session_migrator._sections import cut_around, kept_spans
-from session_migrator._tiers import TOOL_OUTPUT_CHARS, shrunk_output
+from session_migrator.fitting._fit import least_form
+from session_migrator.fitting._sections import cut_around, kept_spans
+from session_migrator.fitting._tiers import TOOL_OUTPUT_CHARS, shrunk_output
 
 COUNTER = TiktokenCounter("o200k_base")
 

@@ -17,8 +17,8 @@ from session_migrator import (
     counter_for,
     messages_from_openai,
 )
-from session_migrator._migrate import migrate
-from session_migrator._tiers import shrunk_output
+from session_migrator.fitting._tiers import shrunk_output
+from session_migrator.migration._migrate import migrate
 
 COUNTER = counter_for("o200k_base")
 STRATEGIES = ("trim", "summarize", "recall", "auto")
