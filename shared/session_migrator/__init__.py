@@ -55,14 +55,8 @@ from session_migrator.messages._messages import (
 )
 from session_migrator.messages._nesting import check_nesting
 from session_migrator.messages._rules import chat_rule_violations
-from session_migrator.migration._migrate import (
-    MigrationReport,
-    MigrationResult,
-    Plan,
-    default_counter,
-    migrate,
-    plan,
-)
+from session_migrator.migration._migrate import default_counter, migrate, plan
+from session_migrator.migration._report import MigrationReport, MigrationResult, Plan
 from session_migrator.migration._request import (
     TOKENS_PER_TOOL,
     RequestFit,

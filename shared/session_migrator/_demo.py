@@ -14,7 +14,8 @@ from importlib import resources
 from typing import TextIO
 
 from session_migrator.messages._messages import Message, messages_from_openai
-from session_migrator.migration._migrate import MigrationResult, migrate, resolve_target
+from session_migrator.migration._migrate import migrate, resolve_target
+from session_migrator.migration._report import MigrationResult
 
 __all__ = ["DEMO_CHAIN", "DEMO_FACTS", "demo_messages", "run_demo"]
 

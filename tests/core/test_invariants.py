@@ -28,7 +28,8 @@ from session_migrator.fitting._tiers import (
 )
 from session_migrator.fitting._units import broken_for_good
 from session_migrator.messages._rules import chat_rule_violations
-from session_migrator.migration._migrate import MigrationResult, migrate
+from session_migrator.migration._migrate import migrate
+from session_migrator.migration._report import MigrationResult
 from session_migrator.migration._strategies import get_strategy
 
 STRATEGIES = ("trim", "summarize", "recall", "auto")

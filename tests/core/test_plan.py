@@ -9,7 +9,8 @@ import pytest
 
 from session_migrator import InvalidMessageError, Message, ModelWindow, Session, ToolCall
 from session_migrator.counting._tokens import counter_for
-from session_migrator.migration._migrate import Plan, migrate, plan, resolve_target
+from session_migrator.migration._migrate import migrate, plan, resolve_target
+from session_migrator.migration._report import Plan
 from session_migrator.models._windows import DEFAULT_OUTPUT_FRACTION, DEFAULT_SAFETY_MARGIN, Budget
 
 

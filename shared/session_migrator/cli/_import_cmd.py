@@ -25,7 +25,7 @@ from session_migrator.importers import FORMATS, ImportResult, find_session_files
 from session_migrator.messages._messages import messages_to_openai
 
 if TYPE_CHECKING:
-    from session_migrator.migration._migrate import MigrationResult
+    from session_migrator.migration._report import MigrationResult
     from session_migrator.store import BaseSessionStore
 
 _STRATEGIES = ("auto", "trim", "summarize", "recall")

@@ -10,7 +10,7 @@ from session_migrator.cli._common import CliError
 from session_migrator.recall._related import SCOPES
 
 if TYPE_CHECKING:
-    from session_migrator.migration._migrate import MigrationReport
+    from session_migrator.migration._report import MigrationReport
     from session_migrator.recall._related import RelatedSessions
     from session_migrator.store import BaseSessionStore
 

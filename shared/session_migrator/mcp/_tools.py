@@ -27,7 +27,7 @@ from session_migrator.messages._messages import Message, messages_from_openai, m
 from session_migrator.messages._nesting import MAX_NESTING
 
 if TYPE_CHECKING:
-    from session_migrator.migration._migrate import MigrationResult
+    from session_migrator.migration._report import MigrationResult
     from session_migrator.models._windows import ModelWindow
     from session_migrator.recall._related import RecallScope
     from session_migrator.sessions._fitter import SessionFitter

@@ -6,12 +6,10 @@ by comparing two models' windows: a small session moves to a smaller model untou
 
 from __future__ import annotations
 
-import copy
-import json
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from session_migrator._errors import BudgetError
 from session_migrator._redact import redact_secrets
@@ -22,11 +20,13 @@ from session_migrator.counting._tokens import (
     counted_exactly,
     counter_for,
 )
-from session_migrator.fitting._fits import PendingToolCalls, check_pending, repair_fit
+from session_migrator.fitting._fits import PendingToolCalls, repair_fit
 from session_migrator.fitting._result import CompressionResult
 from session_migrator.fitting._units import Ledger, build_units, paired
 from session_migrator.messages._messages import Message, Session, as_messages
 from session_migrator.messages._rules import chat_rule_violations
+from session_migrator.migration._options import FitOptions
+from session_migrator.migration._report import MigrationReport, MigrationResult, Plan
 from session_migrator.migration._strategies import (
     Compressor,
     _Strategy,
@@ -70,26 +70,6 @@ def resolve_target(target: str | ModelWindow, **explicit: int | None) -> ModelWi
 def default_counter(window: ModelWindow) -> TokenCounter:
     """The counter used for ``window`` unless the caller gives one."""
     return counter_for(window.tokenizer, model=window.name)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The fit decision for one session and one target."""
-
-    window: ModelWindow
-    budget: Budget
-    tokens: int
-    exact: bool
-    counter: str
-
-    @property
-    def fits(self) -> bool:
-        return self.tokens <= self.budget.tokens
-
-    @property
-    def share(self) -> float:
-        """Share of the input budget the session uses (may exceed 1.0)."""
-        return self.tokens / self.budget.tokens if self.budget.tokens else float("inf")
 
 
 def plan(
@@ -136,85 +116,6 @@ def _plan(
     return Plan(window, budget, tokens, exact, counter.name)
 
 
-@dataclass
-class MigrationReport:
-    """What a migration decided and did. ``to_dict()`` is JSON-serialisable.
-
-    ``tokens_before`` is the whole session's count. A cold migration that compresses counts
-    only the newest messages (until they are over the budget); the rest are counted the first
-    time ``tokens_before`` is read, so a caller who never reads it never pays for it.
-    """
-
-    target: str
-    decision: Literal["fits", "compressed"]
-    strategy: str
-    _tokens_before: int | None = field(repr=False)
-    tokens_after: int
-    budget: int
-    context_window: int
-    max_input_tokens: int
-    reserved_output: int
-    safety_margin: int
-    exact: bool
-    counter: str
-    window_source: str
-    messages_before: int
-    messages_after: int
-    source_model: str | None = None
-    dropped_ids: list[str] = field(default_factory=list)
-    summarized_ids: list[str] = field(default_factory=list)
-    recalled_ids: list[str] = field(default_factory=list)
-    #: the messages of other sessions sent as excerpts (``migrate(..., related=...)``), by
-    #: session id
-    related_ids: dict[str, list[str]] = field(default_factory=dict)
-    truncated_ids: list[str] = field(default_factory=list)
-    summary: dict[str, Any] | None = None
-    fallbacks: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    _count_before: Callable[[], int] | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def tokens_before(self) -> int:
-        """The whole session's token count (with the reply priming)."""
-        if self._tokens_before is None:
-            assert self._count_before is not None
-            self._tokens_before = self._count_before()
-            self._count_before = None
-        return self._tokens_before
-
-    @tokens_before.setter
-    def tokens_before(self, value: int) -> None:
-        self._tokens_before, self._count_before = value, None
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
-        return f"MigrationReport(tokens_before={self.tokens_before!r}, {shown})"
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            if f.name == "_count_before":
-                continue
-            if f.name == "_tokens_before":
-                out["tokens_before"] = self.tokens_before
-            else:
-                out[f.name] = copy.deepcopy(getattr(self, f.name))
-        return out
-
-    def to_json(self, **kwargs: Any) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
-
-
-@dataclass(frozen=True)
-class MigrationResult:
-    """The messages to send to the target, the report, and the summary (if one was made)."""
-
-    messages: list[Message]
-    report: MigrationReport
-    summary: Summary | None = None
-
-
 def migrate(
     source: Session | Sequence[Message],
     target: str | ModelWindow,
@@ -256,9 +157,7 @@ def migrate(
     >>> result.report.decision
     'fits'
     """
-    return _migrate(
-        as_messages(source),
-        target,
+    options = FitOptions(
         strategy=strategy,
         query=query,
         summarizer=summarizer,
@@ -270,46 +169,27 @@ def migrate(
         pending_tool_calls=pending_tool_calls,
         related=related,
     )
+    return fit_messages(as_messages(source), target, options)
 
 
-def _migrate(
+def fit_messages(
     messages: Sequence[Message],
     target: str | ModelWindow,
-    *,
-    strategy: str | Compressor,
-    query: str | None,
-    summarizer: Summarizer | None,
-    reserve_output: int | None,
-    counter: TokenCounter | None,
-    previous_summary: Summary | None,
-    extra_reserved: int,
-    source_model: str | None,
+    options: FitOptions,
     ledger: Ledger | None = None,
-    budget_cap: int | None = None,
-    pending_tool_calls: PendingToolCalls = "drop",
-    related: RelatedSessions | Sequence[RelatedSession] | None = None,
 ) -> MigrationResult:
-    """:func:`migrate`; with ``ledger`` (whose messages these are, counted by ``counter``),
-    the session is not counted or split into units again; ``budget_cap`` caps the budget;
-    ``pending_tool_calls``: see :func:`migrate`.
+    """:func:`migrate` with its ``options`` as one value; with ``ledger`` (whose messages these
+    are, counted by the options' counter), the session is not counted or split into units
+    again.
     """
     started = time.perf_counter()
     window = resolve_target(target)
-    if counter is not None and not callable(getattr(counter, "count_message", None)):
-        raise TypeError(
-            f"counter must be a TokenCounter (e.g. counter_for('o200k_base')), got "
-            f"{type(counter).__name__}"
-        )
-    if query is not None and not isinstance(query, str):
-        raise TypeError(f"query must be a string, got {type(query).__name__}")
-    if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
-        raise TypeError(
-            "summarizer must be a Summarizer (an object with summarize(...), e.g. "
-            f"OpenAISummarizer()), got {type(summarizer).__name__}"
-        )
-    keep_pending = check_pending(pending_tool_calls) == "keep"
-    counter = counter or default_counter(window)
-    compressor = get_strategy(strategy, summarizer=summarizer)
+    keep_pending = options.keep_pending
+    counter = options.counter or default_counter(window)
+    compressor = get_strategy(options.strategy, summarizer=options.summarizer)
+    query, related, reserve_output = options.query, options.related, options.reserve_output
+    extra_reserved, budget_cap = options.extra_reserved, options.budget_cap
+    previous_summary = options.previous_summary
     found = (
         RelatedExcerpts(
             related, messages, query if query is not None else latest_user_text(messages)
@@ -356,7 +236,7 @@ def _migrate(
         window_source=window.source,
         messages_before=len(messages),
         messages_after=len(messages),
-        source_model=source_model,
+        source_model=options.source_model,
         _count_before=(lambda: counter.count_messages(messages)) if counted_from else None,
     )
     if decision.fits:

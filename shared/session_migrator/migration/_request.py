@@ -38,13 +38,10 @@ from session_migrator._errors import BudgetError, OutputReserveError
 from session_migrator.counting._tokens import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls
 from session_migrator.fitting._units import is_step_result
-from session_migrator.messages._messages import ContentPart, Message
-from session_migrator.migration._migrate import (
-    MigrationReport,
-    default_counter,
-    migrate,
-    resolve_target,
-)
+from session_migrator.messages._messages import ContentPart, Message, as_messages
+from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
+from session_migrator.migration._options import FitOptions
+from session_migrator.migration._report import MigrationReport
 from session_migrator.migration._strategies import Compressor
 from session_migrator.models._output import check_tokens, output_reserve
 from session_migrator.models._windows import ModelWindow
@@ -148,14 +145,12 @@ def fit_request(
     extra = schema_tokens(schemas, counter)
     if source == "request":
         _check_room(window, reserve, extra + reserve_tokens, output_parameter)
-    originals = list(messages)
+    originals = list(as_messages(messages))
     held = extra + reserve_tokens
     limit: int | None = None
     for _ in range(_FOLD_RETRIES):
         try:
-            result = migrate(
-                originals,
-                window,
+            options = FitOptions(
                 strategy=strategy,
                 query=query,
                 summarizer=summarizer,
@@ -165,6 +160,7 @@ def fit_request(
                 extra_reserved=held,
                 pending_tool_calls=pending_tool_calls,
             )
+            result = fit_messages(originals, window, options)
         except BudgetError as exc:
             if source != "request":
                 raise

@@ -29,12 +29,9 @@ from session_migrator.fitting._fits import PendingToolCalls, check_pending
 from session_migrator.fitting._units import Ledger, check_slack
 from session_migrator.messages._messages import Message
 from session_migrator.messages._storage_ids import storage_ids
-from session_migrator.migration._migrate import (
-    MigrationResult,
-    _migrate,
-    default_counter,
-    resolve_target,
-)
+from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
+from session_migrator.migration._options import FitOptions
+from session_migrator.migration._report import MigrationResult
 from session_migrator.migration._strategies import Compressor, check_strategy
 from session_migrator.models._windows import ModelWindow
 from session_migrator.recall._related import RecallScope, RelatedSessions, check_scope
@@ -258,9 +255,7 @@ class SessionFitter:
                 return self._cache[1]
             ledger = self._ledger_for(messages, counter)
             previous = self._stored_summary()
-            result = _migrate(
-                ledger.messages,
-                window,
+            options = FitOptions(
                 strategy=self.strategy,
                 query=query,
                 summarizer=self.summarizer,
@@ -269,11 +264,11 @@ class SessionFitter:
                 previous_summary=previous[0] if previous else None,
                 extra_reserved=extra_reserved,
                 source_model=self._previous_target(),
-                ledger=ledger,
-                budget_cap=budget_cap,
                 pending_tool_calls=pending_tool_calls,
                 related=related,
+                budget_cap=budget_cap,
             )
+            result = fit_messages(ledger.messages, window, options, ledger)
             try:
                 self._persist_counts(messages, counter)
                 if result.summary is not None:
