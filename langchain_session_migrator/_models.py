@@ -145,14 +145,8 @@ def _by_name(name: str, registry: Mapping[str, ModelWindow] | None) -> ModelWind
     if registry and name in registry:
         return registry[name]
     try:
-        return lookup_model(name)
+        return lookup_model(name)  # (init_chat_model's "provider:model" is the core's to read)
     except UnknownModelError as exc:
-        provider, colon, rest = name.partition(":")
-        if colon and rest and "/" not in provider and not name.startswith("ft:"):
-            try:
-                return lookup_model(rest)
-            except UnknownModelError:
-                pass
         raise exc.with_remedy(
             "Give the chat model a profile (profile={'max_input_tokens': N, "
             "'max_output_tokens': M}), pass a session_migrator.ModelWindow where you name the "

@@ -537,3 +537,22 @@ def test_ollama_tags_resolve_to_the_base_model(name: str, model: str, window: in
 def test_a_host_tag_is_not_dropped_as_a_routing_tag() -> None:
     assert route_name("phi3:mini") == "phi3-mini"
     assert route_name("openrouter/meta-llama/llama-3.1-8b-instruct:free") == "llama-3.1-8b-instruct"
+
+
+@pytest.mark.parametrize(
+    ("typed", "bare"),
+    [
+        ("ollama:llama3.1:8b", "llama3.1:8b"),
+        ("openai:gpt-4o-mini", "gpt-4o-mini"),
+        ("anthropic:claude-sonnet-4-5", "claude-sonnet-4-5"),
+        ("mistralai:mistral-large-latest", "mistral-large-latest"),
+    ],
+)
+def test_a_frameworks_provider_colon_name_is_the_models_own(typed: str, bare: str) -> None:
+    """LangChain's init_chat_model("provider:model") names resolve in the core's one lookup,
+    for every surface (the CLI, the MCP server, migrate()), as the bare name does."""
+    assert _models.lookup_model(typed) == _models.lookup_model(bare)
+
+
+def test_an_ollama_size_tag_is_not_a_provider() -> None:
+    assert _models.lookup_model("llama3:70b").context_window == 8192
