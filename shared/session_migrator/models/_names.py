@@ -34,13 +34,14 @@ _BEDROCK_VENDORS = frozenset(
 )  # fmt: skip
 #: Routing tags (OpenRouter's :free, :beta, :thinking ..., Ollama's :latest); any other tag is a
 #: size or variant (Ollama's llama3:70b, phi3:mini) and stays as ``-70b``, ``-mini``.
-#: The providers a framework names before a colon: LangChain's ``init_chat_model("provider:model")``.
+_TAG = re.compile(r":(?:free|beta|thinking|extended|nitro|floor|online|exacto|latest|default)$")
+#: The providers a framework names before a colon (LangChain's
+#: ``init_chat_model("provider:model")``).
 _FRAMEWORK_PROVIDERS = frozenset(
     "openai anthropic azure_openai azure_ai google_vertexai google_genai google_anthropic_vertex "
     "bedrock bedrock_converse cohere fireworks together mistralai huggingface groq ollama "
     "deepseek ibm nvidia xai perplexity upstage".split()
 )
-_TAG = re.compile(r":(?:free|beta|thinking|extended|nitro|floor|online|exacto|latest|default)$")
 _BEDROCK_VERSION = re.compile(r"-v?\d+:\d+$")  # -v1:0, -v2:0, -1:0
 _VERTEX_AT = re.compile(r"@([a-z0-9-]+)$")
 _CLAUDE_LEGACY = re.compile(r"claude-(?:[12](?:[.-]|$)|instant|v\d)")
