@@ -556,3 +556,31 @@ def test_a_frameworks_provider_colon_name_is_the_models_own(typed: str, bare: st
 
 def test_an_ollama_size_tag_is_not_a_provider() -> None:
     assert _models.lookup_model("llama3:70b").context_window == 8192
+
+
+def test_a_frameworks_facts_merge_with_the_tables_the_same_way_for_every_adapter() -> None:
+    """The lookup's last source: a framework's facts (a LangChain profile, a LlamaIndex
+    LLM's metadata) keep the table's provider and tokenizer, replace its window where they give
+    one, never lift the table's input cap on the table's own window, and describe alone a
+    model nothing else knows."""
+    table = _models.lookup_model("gpt-5")
+    same = _models.lookup_model("gpt-5", max_input_tokens=table.context_window, framework="profile")
+    assert same.max_input_tokens == table.max_input_tokens  # the cap stays
+    assert (same.provider, same.tokenizer, same.source) == (
+        table.provider,
+        table.tokenizer,
+        "profile",
+    )
+    smaller = _models.lookup_model("gpt-5", context_window=32_000, framework="metadata")
+    assert (smaller.context_window, smaller.max_input_tokens) == (32_000, 32_000)
+    alone = _models.lookup_model(
+        "house-model-7",
+        max_input_tokens=6_000,
+        max_output_tokens=1_000,
+        framework="profile",
+        provider="acme",
+    )
+    assert (alone.context_window, alone.max_input_tokens, alone.provider) == (7_000, 6_000, "acme")
+    assert alone.source == "profile"
+    with pytest.raises(UnknownModelError):
+        _models.lookup_model("house-model-7", framework="profile")
