@@ -228,7 +228,7 @@ def least_form(message: Message, counter: TokenCounter, step: bool) -> Message:
     if text is None or len(text) <= VISIBLE_CHARS:
         return message
     # its head, and the lines that mark its sections (a code step's several results)
-    spans = kept_spans(text, VISIBLE_CHARS, at_lines=False)
+    spans = kept_spans(text, VISIBLE_CHARS)
     head = message.replace(content="".join(text[a:b] for a, b in spans))
     cuts = len(spans) - 1
     return _at_most(message, counter.count_message(head) + MIN_TRUNCATED_TOKENS * cuts, counter)

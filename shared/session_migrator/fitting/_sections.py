@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["cut_around", "kept_spans", "text_of"]
 
 _DIGITS = re.compile(r"\d+")
-#: A cut part whose lines stand alone more often than one in this many has no sections.
-_RUN_SHARE = 4
+#: A cut part has sections where at least one of its lines in this many is in a run of alike
+#: lines (rows, log lines of one kind); where they mostly stand alone (prose), it has none.
+_RUN_SHARE = 2
 
 
 def _shape(line: str) -> str:
@@ -35,12 +36,11 @@ def _shape(line: str) -> str:
     return _DIGITS.sub("0", words[0]) if words else ""
 
 
-def _head_and_tail(text: str, keep: int, at_lines: bool) -> tuple[int, int]:
+def _head_and_tail(text: str, keep: int) -> tuple[int, int]:
     """Where the head of ``text`` kept for about ``keep`` characters ends and its tail starts:
-    60% and 40%, at a line break when one is near (``at_lines``: logs read by lines)."""
+    60% and 40%, at a line break when one is near (logs read by lines, and a header the head
+    would cut through goes whole to the part cut, where it may stand as a landmark)."""
     head_end = int(keep * 0.6)
-    if not at_lines:
-        return head_end, len(text) - int(keep * 0.4)
     tail_start = len(text) - (keep - head_end)
     newline = text.rfind("\n", head_end * 4 // 5, head_end)  # (the head stays the longer)
     if newline > 0:
@@ -77,10 +77,10 @@ def _landmarks(text: str, start: int, end: int, room: int) -> list[tuple[int, in
     return [spans[k] for k in sorted(chosen)]
 
 
-def kept_spans(text: str, keep: int, *, at_lines: bool = True) -> list[tuple[int, int]]:
+def kept_spans(text: str, keep: int) -> list[tuple[int, int]]:
     """The spans of ``text`` a cut to about ``keep`` characters keeps, in order: its head, the
     lines that mark its sections (see the module's docstring), its tail."""
-    head_end, tail_start = _head_and_tail(text, keep, at_lines)
+    head_end, tail_start = _head_and_tail(text, keep)
     if head_end >= tail_start:
         return [(0, len(text))]
     first_line = text.find("\n")
@@ -90,7 +90,7 @@ def kept_spans(text: str, keep: int, *, at_lines: bool = True) -> list[tuple[int
         if not found:
             break
         kept = found
-        head_end, tail_start = _head_and_tail(text, keep - sum(b - a for a, b in kept), at_lines)
+        head_end, tail_start = _head_and_tail(text, keep - sum(b - a for a, b in kept))
         # the head ends at a line's end (a header it cuts through shows among the landmarks),
         # and holds the first line where that is short (a step's first line says what it is)
         head_end = max(text.rfind("\n", 0, head_end + 1), 0) or head_end

@@ -56,7 +56,7 @@ def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
     chars_per_token = len(text) / max(total, 1)
     budget_chars = keep * chars_per_token
     for _ in range(12):
-        spans = kept_spans(text, int(budget_chars), at_lines=False)
+        spans = kept_spans(text, int(budget_chars))
         candidate = cut_around(text, spans, lambda gap: _marker(counter.count_text(gap)))
         used = counter.count_text(candidate)
         if used <= target:
