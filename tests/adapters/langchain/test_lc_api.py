@@ -14,6 +14,7 @@ import langchain_session_migrator
 MODULES = (
     "langchain_session_migrator._callbacks",
     "langchain_session_migrator._convert",
+    "langchain_session_migrator._convert_parts",
     "langchain_session_migrator._factory",
     "langchain_session_migrator._guard",
     "langchain_session_migrator._history",
