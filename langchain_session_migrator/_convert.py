@@ -42,7 +42,7 @@ import copy
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from langchain_core.messages import (
@@ -60,6 +60,14 @@ from langchain_core.messages import (
 )
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
+from langchain_session_migrator._convert_parts import (
+    _calls_from_core,
+    _content_from_core,
+    _content_to_core,
+    _core_call,
+    _json_text,
+    _lc_call,
+)
 from session_migrator import (
     MARKER_KEY,
     ContentPart,
@@ -122,7 +130,6 @@ _CHAT_ROLES: dict[str, Role] = {
 _NEUTRAL_FIELDS = frozenset({"content", "type", "name", "id", "tool_calls", "tool_call_id"})
 #: ``extra`` keys the core keeps for its own OpenAI round trip; not LangChain payload.
 _CORE_PRIVATE = frozenset({"openai_null_content", "openai_role"})
-_IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
 
 
 # -- LangChain -> core ---------------------------------------------------------------------------
@@ -239,54 +246,6 @@ def _is_default(info: Any, value: Any) -> bool:
     return bool(value == info.default)
 
 
-def _content_to_core(content: Any) -> str | tuple[ContentPart, ...]:
-    if isinstance(content, str):
-        return content
-    parts: list[ContentPart] = []
-    for item in content:
-        if isinstance(item, str):
-            parts.append(ContentPart("text", item))
-        elif isinstance(item, Mapping):
-            parts.append(_block_to_part(item))
-        else:  # pragma: no cover - LangChain validates content as str | list[str | dict]
-            parts.append(ContentPart("text", str(item)))
-    return tuple(parts)
-
-
-def _block_to_part(block: Mapping[Any, Any]) -> ContentPart:
-    data = copy.deepcopy(dict(block))
-    kind = block.get("type")
-    text = block.get("text")
-    if not isinstance(kind, str):
-        return ContentPart("", text if isinstance(text, str) else None, data)
-    if kind in _IMAGE_TYPES:
-        return ContentPart("image", None, data)
-    return ContentPart(kind, text if isinstance(text, str) else None, data)
-
-
-def _json_text(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False)
-
-
-def _core_call(call: Mapping[str, Any]) -> ToolCall:
-    return ToolCall(
-        call.get("id") or "", str(call.get("name") or ""), _json_text(call.get("args", {}))
-    )
-
-
-def _lc_call(call: ToolCall) -> dict[str, Any]:
-    try:
-        args = json.loads(call.arguments) if call.arguments else {}
-    except ValueError:
-        args = {"session_migrator_raw_arguments": call.arguments}
-    if not isinstance(args, dict):
-        args = {"session_migrator_raw_arguments": call.arguments}
-    return {"name": call.name, "args": args, "id": call.id or None, "type": "tool_call"}
-
-
 def _derived_id(message: BaseMessage, index: int) -> str:
     blob = _json_text([message.type, message.content, message.name])
     digest = hashlib.blake2b(blob.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
@@ -355,65 +314,6 @@ def _class_for(role: str, lc_type: Any, chat_role: Any) -> type[BaseMessage]:
     else:
         expected = _ROLE_OF_TYPE[lc_type]
     return cls if expected == role else canonical
-
-
-def _content_from_core(content: str | tuple[ContentPart, ...]) -> str | list[str | dict[Any, Any]]:
-    if isinstance(content, str):
-        return content
-    out: list[str | dict[Any, Any]] = []
-    for part in content:
-        if "block_type" in part.data:  # a LlamaIndex block, as that adapter stores it
-            translated = _from_llamaindex(part.data)
-            if translated is not None:
-                out.append(translated)
-                continue
-        if part.data:
-            block = copy.deepcopy(dict(part.data))
-            if part.type == "text" and part.text is not None and block.get("text") != part.text:
-                block["text"] = part.text
-            out.append(block)
-        elif part.type == "text":
-            out.append(part.text or "")
-        elif part.type == "":
-            out.append({})
-        else:
-            block = {"type": part.type}
-            if part.text is not None:
-                block["text"] = part.text
-            out.append(block)
-    return out
-
-
-def _from_llamaindex(dump: Mapping[str, Any]) -> dict[str, Any] | None:
-    """LangChain's standard block for a LlamaIndex audio or document block (its JSON dump:
-    base64 data or a url); ``None`` for another block (kept as it was stored)."""
-    kind = dump.get("block_type")
-    if kind == "audio":
-        data, fmt = dump.get("audio"), dump.get("format")
-        mime = {"mime_type": f"audio/{fmt}"} if isinstance(fmt, str) and fmt else {}
-    elif kind == "document":
-        data, doc_mime = dump.get("data"), dump.get("document_mimetype")
-        mime = {"mime_type": doc_mime} if isinstance(doc_mime, str) and doc_mime else {}
-        if isinstance(dump.get("title"), str):
-            mime["filename"] = dump["title"]
-    else:
-        return None
-    url = dump.get("url")
-    if isinstance(data, str) and data:
-        return {"type": "audio" if kind == "audio" else "file", "base64": data, **mime}
-    if isinstance(url, str) and url:
-        return {"type": "audio" if kind == "audio" else "file", "url": url, **mime}
-    return None
-
-
-def _calls_from_core(calls: Sequence[ToolCall], stored: Any) -> list[Any]:
-    if isinstance(stored, list) and len(stored) == len(calls):
-        try:
-            if [_core_call(c) for c in stored] == list(calls):
-                return stored
-        except (AttributeError, TypeError):
-            pass
-    return [_lc_call(call) for call in calls]
 
 
 # -- storage -------------------------------------------------------------------------------------

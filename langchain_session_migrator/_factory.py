@@ -18,7 +18,8 @@ from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
 from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._guard import FitToModel
-from langchain_session_migrator._history import FittedChatMessageHistory, _SessionState
+from langchain_session_migrator._history import FittedChatMessageHistory
+from langchain_session_migrator._history_state import _SessionState
 from langchain_session_migrator._models import input_window, model_map, model_name, window_for
 from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (

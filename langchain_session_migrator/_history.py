@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any, Self
@@ -15,79 +14,26 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from langchain_session_migrator._callbacks import ModelWatcher
-from langchain_session_migrator._convert import message_from_core, message_to_core, storable
+from langchain_session_migrator._convert import message_to_core, storable
+from langchain_session_migrator._history_model import _ModelChoice
+from langchain_session_migrator._history_state import _SessionState
 from langchain_session_migrator._loading import CallInput, input_being_loaded
-from langchain_session_migrator._models import input_window, window_for
 from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
-    Budget,
     Compressor,
     Message,
     MigrationReport,
-    MigrationResult,
     ModelWindow,
     SessionFitter,
     Summarizer,
-    UnknownModelError,
-    default_counter,
     uses_query,
 )
 
 __all__ = ["FittedChatMessageHistory"]
 
-#: Before the watcher has seen a run, this share of the input budget (at most
-#: :data:`DEFAULT_RESERVE_CAP` tokens) is left for what the chain adds around the history.
-DEFAULT_RESERVE_SHARE = 0.10
-DEFAULT_RESERVE_CAP = 1024
-#: A learned overhead is rounded up to a multiple of this, so similar calls fit alike (and the
-#: next input may be a little longer than the last).
-OVERHEAD_STEP = 64
-#: The room kept beside the history is at most this share of the input budget.
-MAX_RESERVE_SHARE = 0.85
-#: The roles of a call's input messages (the rest of what a chain adds is its prompt).
-_INPUT_ROLES = frozenset({"user", "tool"})
 
-
-class _SessionState:
-    """What every history object of one session shares: the fitter and the conversion caches."""
-
-    def __init__(self, fitter: SessionFitter) -> None:
-        self.fitter = fitter
-        self.lock = threading.RLock()
-        self.converted: dict[str, tuple[Message, BaseMessage]] = {}
-        self.view: tuple[MigrationResult, list[BaseMessage]] | None = None
-        self.last: MigrationResult | None = None
-        self.tracked: tuple[int, str | None] | None = None
-        self.full: tuple[int, str | None, list[BaseMessage]] | None = None
-        self.logged_target: str | None = None
-        self.logged_loaded = False
-        # the input of the call the log (length, last id) was last fitted for: the reads of one
-        # call (before and after its model runs, with nothing added between) fit alike
-        self.question: tuple[tuple[int, str | None], CallInput] | None = None
-
-    def to_langchain(self, messages: Sequence[Message]) -> list[BaseMessage]:
-        out: list[BaseMessage] = []
-        for message in messages:
-            hit = self.converted.get(message.id)
-            if hit is not None and hit[0] is message:
-                out.append(hit[1])
-                continue
-            converted = message_from_core(message)
-            self.converted[message.id] = (message, converted)
-            out.append(converted)
-        return out
-
-    def reset(self) -> None:
-        self.converted.clear()
-        self.view = None
-        self.full = None
-        self.last = None
-        self.tracked = None
-        self.question = None
-
-
-class FittedChatMessageHistory(BaseChatMessageHistory):
+class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
     """A chat history kept whole in a session store, read back fitted to the current model.
 
     Drop-in for ``InMemoryChatMessageHistory`` / ``SQLChatMessageHistory`` in
@@ -227,82 +173,6 @@ class FittedChatMessageHistory(BaseChatMessageHistory):
         self._observed: ModelWindow | None = None
         self._overhead: tuple[Message, ...] | None = None
         self._take_observation()
-
-    # -- the model ---------------------------------------------------------------------------
-
-    def set_model(
-        self, model: str | ModelWindow | BaseChatModel | Runnable[Any, Any] | None
-    ) -> None:
-        """Fit to ``model`` from now on (``None``: back to the configured/observed model).
-
-        Raises :class:`~session_migrator.UnknownModelError` for a model without a known window.
-        """
-        if model is None:
-            self._explicit = None
-            return
-        window = input_window(model)
-        self._explicit = window
-        if self.watcher is not None:
-            self.watcher.register(window)
-
-    @property
-    def model(self) -> ModelWindow | None:
-        """The window the next read fits to (``None``: no model known, reads give everything)."""
-        configured = self._configured
-        if callable(configured):
-            configured = self._configured = configured()
-        return self._explicit or configured or self._observed or self._logged_window()
-
-    def _take_observation(self) -> None:
-        if self.watcher is None:
-            return
-        observation = self.watcher.observation(self.session_id)
-        if observation is None:
-            return
-        if observation.window is not None:
-            self._observed = observation.window
-        self._overhead = observation.overhead
-
-    def _logged_window(self) -> ModelWindow | None:
-        state = self._state
-        with state.lock:
-            if not state.logged_loaded:
-                records = state.fitter.store.migrations(self.session_id)
-                state.logged_target = records[-1].to_model if records else None
-                state.logged_loaded = True
-            name = state.logged_target
-        if name is None:
-            return None
-        if self.watcher is not None:
-            return self.watcher.resolve(name)
-        try:
-            return window_for(name)
-        except UnknownModelError:
-            return None
-
-    def reserved_tokens(self, window: ModelWindow, asked: CallInput | None = None) -> int:
-        """Tokens kept free for what the chain adds around the history, for ``window``.
-
-        With what the watcher saw of the last run: what the chain added then besides its input
-        (the prompt), plus ``asked``, this call's input (human and tool messages), or the last
-        input when this one is not known. Before any run: ``asked`` plus 10% of the budget (at
-        most 1,024 tokens) for the prompt. Rounded up to 64 tokens, at most
-        :data:`MAX_RESERVE_SHARE` of the budget (the history keeps some room; the chat model
-        guard, ``FitToModel``, fits what is still over).
-        """
-        if self.reserve_tokens is not None:
-            return self.reserve_tokens
-        budget = Budget.for_window(
-            window, exact=True, reserve_output=self._state.fitter.reserve_output
-        ).tokens
-        counter = default_counter(window)
-        now = asked.tokens(counter) if asked is not None else 0
-        if self._overhead is not None:
-            prompt = [m for m in self._overhead if asked is None or m.role not in _INPUT_ROLES]
-            used = sum(counter.count_message(m) for m in prompt) + now
-        else:
-            used = now + min(DEFAULT_RESERVE_CAP, int(budget * DEFAULT_RESERVE_SHARE))
-        return min(-(-used // OVERHEAD_STEP) * OVERHEAD_STEP, int(budget * MAX_RESERVE_SHARE))
 
     # -- reading -----------------------------------------------------------------------------
 

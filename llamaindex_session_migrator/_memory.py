@@ -14,15 +14,15 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
 from llama_index.core.llms import LLM
 from llama_index.core.memory import ChatMemoryBuffer
 
-from llamaindex_session_migrator._convert import from_chat_message
 from llamaindex_session_migrator._guard import FitToModelLLM
 from llamaindex_session_migrator._handout import HandOut
-from llamaindex_session_migrator._instrumentation import listen, unlisten
+from llamaindex_session_migrator._instrumentation import listen
 from llamaindex_session_migrator._memory_hooks import (
     MemoryListener,
     PromptTokenizer,
     unset_tokenizer,
 )
+from llamaindex_session_migrator._memory_model import _MemoryModel
 from llamaindex_session_migrator._memory_options import (
     FIT_OPTIONS,
     FitOptions,
@@ -32,14 +32,13 @@ from llamaindex_session_migrator._memory_options import (
     refuse_unknown,
 )
 from llamaindex_session_migrator._memory_reference import is_reference, reference, restore
+from llamaindex_session_migrator._memory_writes import _MemoryWrites
 from llamaindex_session_migrator._models import ModelLike
-from llamaindex_session_migrator._reconcile import plan_set
 from llamaindex_session_migrator._token_limit import fit_within
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
 from session_migrator import (
     DEFAULT_SLACK,
     Compressor,
-    MigrationReport,
     MigrationResult,
     ModelWindow,
     SessionFitter,
@@ -69,7 +68,7 @@ _NO_CAP = 2**31 - 1
 _FIELDS = ("chat_store", "chat_store_key", "token_limit", "tokenizer_fn")
 
 
-class SessionMigratorMemory(ChatMemoryBuffer):
+class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
     """A drop-in ``ChatMemoryBuffer`` whose log lives in a session store and whose ``get``
     returns the conversation fitted to the current model.
 
@@ -297,48 +296,6 @@ class SessionMigratorMemory(ChatMemoryBuffer):
         self._listener = MemoryListener(self)
         listen(self._listener)
 
-    # -- the model -------------------------------------------------------------------------
-
-    def set_model(self, model: ModelLike | None) -> None:
-        """Pin the model (a name, a LlamaIndex LLM read on every ``get``, or a window); it wins
-        over every other source. ``None`` unpins. An unknown name raises
-        :class:`~session_migrator.UnknownModelError` here, not at the next ``get``.
-        """
-        self._tracker.set_explicit(model)
-
-    @property
-    def model_window(self) -> ModelWindow | None:
-        """The window the last ``get`` fitted to (``None`` before the first)."""
-        return self._window
-
-    @property
-    def model_source(self) -> ModelSource | None:
-        """Where that window came from: explicit, observed, llm, settings or default."""
-        return self._source
-
-    @property
-    def last_report(self) -> MigrationReport | None:
-        """The report of the last ``get``: decision, tokens before and after, what was cut."""
-        result = self._handout.result
-        return result.report if result is not None else None
-
-    @property
-    def session_id(self) -> str:
-        return self.chat_store_key
-
-    @property
-    def store(self) -> BaseSessionStore:
-        """The session store (opened when the memory was made)."""
-        return self._get_fitter().store
-
-    def _observe(self, messages: list[Any], model_dict: dict[str, Any], exact: bool) -> bool:
-        """Record the model of a chat call if it carried what this memory handed out (see
-        :meth:`HandOut.carried`)."""
-        carried = self._handout.carried(messages, exact)
-        if carried:
-            self._tracker.observe(model_dict)
-        return carried
-
     # -- the fitted view -------------------------------------------------------------------
 
     def _get_fitter(self) -> SessionFitter:
@@ -427,73 +384,3 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     async def aget_all(self) -> list[ChatMessage]:
         """:meth:`get_all` in a worker thread."""
         return await asyncio.to_thread(self.get_all)
-
-    # -- writing ---------------------------------------------------------------------------
-
-    def put(self, message: ChatMessage) -> None:
-        """Append one message to the session (written at once)."""
-        self.put_messages([message])
-
-    async def aput(self, message: ChatMessage) -> None:
-        """:meth:`put` in a worker thread."""
-        await asyncio.to_thread(self.put, message)
-
-    def put_messages(self, messages: list[ChatMessage]) -> None:
-        """Append messages in one atomic store write, in order."""
-        converted = [from_chat_message(m) for m in messages]
-        self._get_fitter().append(converted)
-
-    async def aput_messages(self, messages: list[ChatMessage]) -> None:
-        """:meth:`put_messages` in a worker thread."""
-        await asyncio.to_thread(self.put_messages, messages)
-
-    def set(self, messages: list[ChatMessage]) -> None:
-        """Make the log ``messages``, keeping the stored record (id, other frameworks' fields)
-        of every message that is unchanged.
-
-        Giving back the log, or a fitted view of it (with this library's summary or note), with
-        new messages at the end appends only those; a log that keeps some stored messages in
-        order and adds new ones after them deletes the others; anything else rewrites the
-        session.
-        """
-        with self._lock:
-            fitter = self._get_fitter()
-            handout = self._handout
-            plan = plan_set(fitter.messages, messages, handout.template, handout.markers)
-            if plan.action == "append":
-                fitter.append(plan.messages)
-                return
-            if plan.action == "delete_and_append":
-                fitter.store.delete_messages(self.chat_store_key, plan.removed_ids)
-            else:
-                fitter.clear()
-            self._fitter = None  # its cached log is stale
-            self._get_fitter().append(plan.messages)
-
-    async def aset(self, messages: list[ChatMessage]) -> None:
-        """:meth:`set` in a worker thread."""
-        await asyncio.to_thread(self.set, messages)
-
-    def reset(self) -> None:
-        """Delete the session from the store (its log, summaries, counts and migration log)."""
-        with self._lock:
-            self._get_fitter().clear()
-            self._fitter = None  # a new fitter: the old one remembers the deleted migration log
-            self._handout.forget()
-            if self._listener is not None:
-                unlisten(self._listener)
-
-    async def areset(self) -> None:
-        """:meth:`reset` in a worker thread."""
-        await asyncio.to_thread(self.reset)
-
-    def close(self) -> None:
-        """Close the store if this memory opened it (a store object given in is left open)."""
-        with self._lock:
-            if self._listener is not None:
-                unlisten(self._listener)  # (no more calls are matched against this memory)
-            if self._store is not None and self._owns_store:
-                self._store.close()
-                self._store = None
-                self._fitter = None
-                self._owns_store = False

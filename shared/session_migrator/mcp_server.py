@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from session_migrator._errors import MissingDependencyError, SessionMigratorError
 from session_migrator._version import __version__
+from session_migrator.mcp._answers import jsonable
 from session_migrator.mcp._tools import (
     DEFAULT_ANSWER_TOKENS,
     DEFAULT_CACHED_SESSIONS,
@@ -51,7 +52,6 @@ from session_migrator.mcp._tools import (
     MessagesArg,
     SessionTools,
     Strategy,
-    jsonable,
     parse_messages,
 )
 from session_migrator.recall._related import RecallScope

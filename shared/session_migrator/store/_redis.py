@@ -23,7 +23,8 @@ from typing import Any
 from session_migrator._errors import MissingDependencyError, SessionNotFoundError, StoreError
 from session_migrator.store import _codec
 from session_migrator.store import _redis_scripts as lua
-from session_migrator.store._base import BaseSessionStore, Clock, Record, display_url
+from session_migrator.store._backend import Clock, Record, display_url
+from session_migrator.store._base import BaseSessionStore
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._codec import key_digest

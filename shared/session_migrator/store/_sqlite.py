@@ -24,7 +24,8 @@ from typing import Any
 
 from session_migrator._errors import SessionNotFoundError, StoreError
 from session_migrator.store import _codec
-from session_migrator.store._base import BaseSessionStore, Clock, Record
+from session_migrator.store._backend import Clock, Record
+from session_migrator.store._base import BaseSessionStore
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._connections import ThreadConnections

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from session_migrator._errors import StoreError
 from session_migrator.store import _codec
-from session_migrator.store._base import user_id_of
+from session_migrator.store._backend import user_id_of
 
 __all__ = ["MIGRATIONS", "migrate"]
 

@@ -14,9 +14,12 @@ import langchain_session_migrator
 MODULES = (
     "langchain_session_migrator._callbacks",
     "langchain_session_migrator._convert",
+    "langchain_session_migrator._convert_parts",
     "langchain_session_migrator._factory",
     "langchain_session_migrator._guard",
     "langchain_session_migrator._history",
+    "langchain_session_migrator._history_model",
+    "langchain_session_migrator._history_state",
     "langchain_session_migrator._middleware",
     "langchain_session_migrator._models",
     "langchain_session_migrator._request",

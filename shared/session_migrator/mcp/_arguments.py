@@ -1,0 +1,92 @@
+"""The MCP tools' arguments: their types, their checks and the error a wrong one raises.
+
+It owns :class:`ArgumentError`, the ``Strategy`` and ``MessagesArg`` types, reading
+``messages_json`` (a JSON string or an already parsed list) into messages, the model lookup
+with the remedy the tools give for an unknown model, and the checks of ``recall_scope`` and
+``reserve_output_tokens``; each raises an error that names the argument. :class:`SessionTools`
+in ``_tools`` calls them; ``_answers`` shapes what the tools return.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+from session_migrator._errors import InvalidMessageError, SessionMigratorError, UnknownModelError
+from session_migrator.messages._messages import Message, messages_from_openai
+from session_migrator.messages._nesting import MAX_NESTING
+
+if TYPE_CHECKING:
+    from session_migrator.models._windows import ModelWindow
+    from session_migrator.recall._related import RecallScope
+
+Strategy = Literal["auto", "trim", "summarize", "recall"]
+#: ``messages_json`` as a JSON string, or already parsed (a list, or ``{"messages": [...]}``).
+MessagesArg = str | list[Any] | dict[str, Any]
+
+
+#: What the tools say to do about a model the table does not know.
+UNKNOWN_MODEL_REMEDY = (
+    "migrate_session, session_context and session_usage take context_window (its window in "
+    "tokens) for a model not in the table; or add it to the JSON/TOML file named by "
+    "SESSION_MIGRATOR_MODELS where this server runs."
+)
+
+
+class ArgumentError(SessionMigratorError, ValueError):
+    """A tool argument is wrong (bad JSON, wrong shape, out of range)."""
+
+
+def parse_messages(value: MessagesArg) -> list[Message]:
+    """OpenAI-format messages from a JSON string or an already parsed list.
+
+    Raises :class:`ArgumentError` for invalid JSON or a wrong shape, naming the spot.
+    """
+    data: Any = value
+    if isinstance(value, str):
+        try:
+            data = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ArgumentError(
+                f"messages_json is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                f"{exc.msg}); pass a JSON list of OpenAI chat messages such as "
+                '[{"role": "user", "content": "hi"}]'
+            ) from None
+        except RecursionError:
+            raise ArgumentError(
+                f"messages_json is nested too deeply to read (a message may nest at most "
+                f"{MAX_NESTING} levels); flatten it"
+            ) from None
+    try:
+        return messages_from_openai(data)
+    except InvalidMessageError as exc:
+        raise ArgumentError(f"messages_json: {exc}") from None
+
+
+def _lookup(model: str, context_window: int | None = None) -> ModelWindow:
+    from session_migrator.models._lookup import lookup_model
+
+    if context_window is not None and context_window < 1:
+        raise ArgumentError(f"context_window must be positive, got {context_window}")
+    try:
+        return lookup_model(model, context_window=context_window)
+    except UnknownModelError as exc:
+        raise exc.with_remedy(UNKNOWN_MODEL_REMEDY) from None
+    except ValueError as exc:
+        if isinstance(exc, SessionMigratorError):
+            raise
+        raise ArgumentError(f"model: {exc}") from None
+
+
+def _scope(value: str) -> RecallScope:
+    from session_migrator.recall._related import check_scope
+
+    try:
+        return check_scope(value)
+    except ValueError as exc:
+        raise ArgumentError(f"recall_scope: {exc}") from None
+
+
+def _check_reserve(value: int | None) -> None:
+    if value is not None and value < 0:
+        raise ArgumentError(f"reserve_output_tokens must not be negative, got {value}")
