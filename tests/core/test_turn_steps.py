@@ -57,7 +57,10 @@ def agent_runs(draw: st.DrawFn) -> tuple[str, list[Message], set[str]]:
                     if current:
                         steps.add(f"{ids[1]}-{j}")
             elif style == "react":
-                action = f'Thought: I need {keys[0]}.\nAction: lookup\nAction Input: {{"key": "{keys[0]}"}}'
+                action = (
+                    f"Thought: I need {keys[0]}.\nAction: lookup\n"
+                    f'Action Input: {{"key": "{keys[0]}"}}'
+                )
                 out.append(Message("assistant", action, id=ids[0]))
                 out.append(Message("user", f"Observation: {_result(keys[0], rows)}", id=ids[1]))
             else:
@@ -83,7 +86,11 @@ def test_no_step_of_the_current_turn_vanishes(
     try:
         result = migrate(messages, window, strategy=strategy, reserve_output=0)
     except BudgetError as exc:
-        assert "current turn" in str(exc) or exc.needed > exc.budget, str(exc)
+        refused = exc
+    else:
+        refused = None
+    if refused is not None:
+        assert refused.needed > refused.budget, str(refused)
         return
     sent = {m.id: m for m in result.messages}
     originals = {m.id: m for m in messages}
