@@ -22,6 +22,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from session_migrator._embeddings import as_embeddings, session_vectors
 from session_migrator._errors import ConflictError, SessionNotFoundError
 from session_migrator._fits import PendingToolCalls, check_pending
 from session_migrator._message_ids import storage_ids
@@ -80,6 +81,8 @@ class SessionFitter:
     the session's user (its metadata ``user_id``) or workspace
     (:func:`~session_migrator.store.related_sessions`, read again at each fit: the sessions
     unchanged since are not loaded again); ``"session"`` (the default) recalls within it only.
+    ``embeddings``: an embedding model for hybrid recall; each message's vector is kept in the
+    store (:mod:`session_migrator._hybrid`).
 
     >>> from session_migrator import Message
     >>> fitter = SessionFitter("demo", store="memory://")
@@ -100,6 +103,7 @@ class SessionFitter:
         metadata: dict[str, Any] | None = None,
         slack: float = DEFAULT_SLACK,
         recall_scope: RecallScope = "session",
+        embeddings: Any = None,
     ) -> None:
         self.session_id = session_id
         # a URL is opened at first use, so that constructing a fitter does no I/O (an async
@@ -116,6 +120,7 @@ class SessionFitter:
         self.metadata = metadata
         self.slack = check_slack(slack)
         self.recall_scope = check_scope(recall_scope)
+        self.embeddings = None if embeddings is None else as_embeddings(embeddings)
         self._related: RelatedSessions | None = None
         self._lock = threading.RLock()
         self._messages: list[Message] = []
@@ -272,6 +277,7 @@ class SessionFitter:
                 budget_cap=budget_cap,
                 pending_tool_calls=pending_tool_calls,
                 related=related,
+                embeddings=session_vectors(self),
             )
             try:
                 self._persist_counts(messages, counter)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from session_migrator._embeddings import recalling
 from session_migrator._errors import BudgetError
 from session_migrator._fits import PendingToolCalls, check_pending, repair_fit
 from session_migrator._messages import Message, Session, as_messages
@@ -224,6 +225,7 @@ def migrate(
     source_model: str | None = None,
     pending_tool_calls: PendingToolCalls = "drop",
     related: RelatedSessions | Sequence[RelatedSession] | None = None,
+    embeddings: Any = None,
 ) -> MigrationResult:
     """Fit a conversation to ``target``'s input budget.
 
@@ -246,6 +248,10 @@ def migrate(
     :mod:`session_migrator._related`: a conversation that fits still goes over whole, the
     excerpts in the room it leaves); ``report.related_ids`` says which, by session.
 
+    ``embeddings``: an embedding model (a callable from texts to vectors, a LangChain
+    ``Embeddings``, a LlamaIndex ``BaseEmbedding`` or a :class:`~session_migrator.Embeddings`):
+    recall fuses its similarity with bm25 (see :mod:`session_migrator._hybrid`).
+
     >>> from session_migrator import Message
     >>> result = migrate([Message("user", "hi")], "gpt-4")
     >>> result.report.decision
@@ -264,6 +270,7 @@ def migrate(
         source_model=source_model,
         pending_tool_calls=pending_tool_calls,
         related=related,
+        embeddings=embeddings,
     )
 
 
@@ -283,6 +290,7 @@ def _migrate(
     budget_cap: int | None = None,
     pending_tool_calls: PendingToolCalls = "drop",
     related: RelatedSessions | Sequence[RelatedSession] | None = None,
+    embeddings: Any = None,
 ) -> MigrationResult:
     """:func:`migrate`; with ``ledger`` (whose messages these are, counted by ``counter``),
     the session is not counted or split into units again; ``budget_cap`` caps the budget;
@@ -384,17 +392,23 @@ def _migrate(
     budget = decision.budget.tokens
     # a question about the past holds back the room of the other sessions' relevant excerpts
     held = found.reserve(budget, counter) if found is not None else 0
-    try:
-        result = compressor.compress(
-            messages, budget - held, counter, query, previous_summary=previous_summary, **extra
-        )
-    except BudgetError:
-        if not held:
-            raise
-        held = 0  # the excerpts never make a migration fail: the session takes the budget
-        result = compressor.compress(
-            messages, budget, counter, query, previous_summary=previous_summary, **extra
-        )
+    hybrid = None  # recall with the embedding model (None: bm25 alone)
+    if embeddings is not None:
+        from session_migrator._hybrid import hybrid_for  # (numpy: only where recall needs it)
+
+        hybrid = hybrid_for(embeddings)
+    with recalling(hybrid):
+        try:
+            result = compressor.compress(
+                messages, budget - held, counter, query, previous_summary=previous_summary, **extra
+            )
+        except BudgetError:
+            if not held:
+                raise
+            held = 0  # the excerpts never make a migration fail: the session takes the budget
+            result = compressor.compress(
+                messages, budget, counter, query, previous_summary=previous_summary, **extra
+            )
     report.decision = "compressed"
     problems: list[str] = []
     if isinstance(compressor, _Strategy):
@@ -416,6 +430,8 @@ def _migrate(
     report.summary = result.summary.to_dict() if result.summary else None
     report.fallbacks = [redact_secrets(f) for f in result.fallbacks]  # a compressor of one's own
     report.notes = [*result.notes, *problems]
+    if hybrid is not None:
+        hybrid.reported(report)
     fitted = MigrationResult(list(result.messages), report, result.summary)
     if found is not None:
         fitted = found.added_to(fitted, budget, counter)

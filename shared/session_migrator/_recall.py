@@ -14,7 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from session_migrator._bm25 import RelevanceIndex, _runs, rank_by_relevance
+from session_migrator._embeddings import active
 from session_migrator._fts import _Floats, _Ints
+from session_migrator._hybrid import fuse
 from session_migrator._messages import Message
 from session_migrator._tokens import TokenCounter
 from session_migrator._units import Layout, Unit
@@ -80,6 +82,11 @@ def recall_turns(
         ranked = rank_by_relevance([document(t) for t in turns], query)
         found = np.array([k for k, _ in ranked], dtype=np.int64)
         scores = np.array([v for _, v in ranked], dtype=np.float64)
+    hybrid = active()  # with an embedding model: bm25 and dense similarity, fused
+    if hybrid is not None:
+        sims = hybrid.similarities([[said[i] for u in t for i in u.indices] for t in turns], query)
+        if sims is not None:
+            found, scores = fuse(found, sims)
     order = _with_neighbours(found, scores, held.together(messages))
     used = 0
     if held.counted:

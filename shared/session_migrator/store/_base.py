@@ -34,6 +34,7 @@ from session_migrator.store._types import (
     from_epoch,
     to_epoch,
 )
+from session_migrator.store._vectors import NoVectors
 
 __all__ = ["BaseSessionStore", "Record", "check_id", "display_url"]
 
@@ -74,7 +75,7 @@ class Record:
     message: Message | None = None
 
 
-class BaseSessionStore(AsyncMixin, ABC):
+class BaseSessionStore(NoVectors, AsyncMixin, ABC):
     """Shared behaviour of every backend. See :class:`~session_migrator.store.SessionStore`.
 
     ``offload_threshold`` (tokens, ``None`` = off) turns on offloading of large tool outputs;

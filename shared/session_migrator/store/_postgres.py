@@ -28,7 +28,7 @@ from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._codec import index_key as ik
 from session_migrator.store._connections import ThreadConnections
 from session_migrator.store._postgres_conn import bounded, split_url
-from session_migrator.store._postgres_schema import migrate
+from session_migrator.store._postgres_schema import PostgresVectors, migrate
 from session_migrator.store._types import (
     MessageNotFoundError,
     MigrationRecord,
@@ -72,7 +72,7 @@ def _session(row: Sequence[Any]) -> SessionInfo:
     )
 
 
-class PostgresStore(BaseSessionStore):
+class PostgresStore(PostgresVectors, BaseSessionStore):
     """A session store in PostgreSQL (``postgresql://user@host:5432/db``)."""
 
     backend_errors = (psycopg.Error,)

@@ -37,6 +37,7 @@ from session_migrator.store._types import (
     sort_sessions,
     to_epoch,
 )
+from session_migrator.store._vectors import RedisVectors
 
 try:
     import redis
@@ -61,6 +62,7 @@ class _Keys:
     tokens: str
     summary: str
     migrations: str
+    vectors: str
 
     @property
     def data(self) -> tuple[str, ...]:
@@ -73,6 +75,7 @@ class _Keys:
             self.tokens,
             self.summary,
             self.migrations,
+            self.vectors,
         )
 
 
@@ -80,7 +83,7 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-class RedisStore(BaseSessionStore):
+class RedisStore(RedisVectors, BaseSessionStore):
     """A session store in Redis (``redis://host:port/db``)."""
 
     backend_errors = (redis.RedisError,)
@@ -186,7 +189,7 @@ class RedisStore(BaseSessionStore):
 
     def _delete_ids(self, session_id: str, ids: Sequence[str], now: float) -> int:
         k = self._keys(session_id)
-        keys = (k.meta, k.order, k.bodies, k.times, k.offload, k.tokens)
+        keys = (k.meta, k.order, k.bodies, k.times, k.offload, k.tokens, k.vectors)
         return int(self._run(self._delete_script, keys, [ek(mid) for mid in ids]))
 
     def _offloaded_bodies(self, session_id: str, ids: Sequence[str]) -> dict[str, str]:
@@ -400,4 +403,14 @@ class RedisStore(BaseSessionStore):
         self._client.close()
 
 
-_KEY_NAMES = ("meta", "order", "bodies", "times", "offload", "tokens", "summary", "migrations")
+_KEY_NAMES = (
+    "meta",
+    "order",
+    "bodies",
+    "times",
+    "offload",
+    "tokens",
+    "summary",
+    "migrations",
+    "vectors",
+)
