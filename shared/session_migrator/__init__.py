@@ -12,6 +12,7 @@ stays in the session store.
 """
 
 from session_migrator._calibration import reset_calibration
+from session_migrator._embeddings import Embeddings
 from session_migrator._errors import (
     BudgetError,
     ConflictError,
@@ -126,6 +127,7 @@ __all__ = [
     "Compressor",
     "ConflictError",
     "ContentPart",
+    "Embeddings",
     "EstimateWarning",
     "EstimatingCounter",
     "ExtractiveSummarizer",

@@ -25,12 +25,16 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from session_migrator.store import BaseSessionStore
 
 __all__ = [
     "DEFAULT_EMBEDDING_TIMEOUT",
     "EMBEDDED_CHARS",
     "Embeddings",
+    "StoredVectors",
     "active",
     "as_embeddings",
     "recalling",
@@ -97,6 +101,12 @@ class Embeddings:
         self.memory: dict[tuple[str, object], Any] = {}
         self.lock = threading.Lock()
 
+    @classmethod
+    def of(cls, source: Any, *, name: str | None = None) -> Embeddings:
+        """``source`` as an :class:`Embeddings`: itself if it is one, else a wrapper (the same
+        one for the same model object, so that its vectors are kept between calls)."""
+        return as_embeddings(source, name=name)
+
     def __repr__(self) -> str:
         return f"Embeddings({self.key!r}, kind={self.kind!r}, timeout={self.timeout:g})"
 
@@ -124,6 +134,20 @@ class Embeddings:
         else:
             out = source([text])
         return _checked(out, 1, self.key)[0]
+
+
+class StoredVectors:
+    """An embedding model's vectors of one stored session: its memory first, then the store
+    (``get_vectors`` / ``put_vectors``), then the model; new vectors are written back."""
+
+    def __init__(
+        self, embeddings: Embeddings, store: BaseSessionStore | None, session_id: str | None
+    ) -> None:
+        self.embeddings = embeddings
+        self.store = store
+        self.session_id = session_id
+        self._asked: set[str] = set()  # ids the store was asked for (whether it had them)
+        self._unsaved: set[tuple[str, int]] = set()  # embedded here, not in the store yet
 
 
 def _sync_or_async(sync: Callable[[Any], Any], source: Any, name: str, arg: Any) -> Any:
@@ -253,8 +277,6 @@ def session_vectors(fitter: Any) -> Any:
     embeddings = fitter.embeddings
     if embeddings is None:
         return None
-    from session_migrator._hybrid import StoredVectors  # (numpy: only where recall needs it)
-
     held = fitter.__dict__.get("_stored_vectors")
     if held is None or held.embeddings is not embeddings or held.store is not fitter.store:
         held = StoredVectors(embeddings, fitter.store, fitter.session_id)

@@ -25,19 +25,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from session_migrator._deadline import Deadline, DeadlinePassed
-from session_migrator._embeddings import EMBEDDED_CHARS, Embeddings, as_embeddings
+from session_migrator._embeddings import EMBEDDED_CHARS, StoredVectors, as_embeddings
 from session_migrator._messages import Message
 
-if TYPE_CHECKING:
-    from session_migrator.store import BaseSessionStore
-
-__all__ = ["RRF_K", "HybridRecall", "StoredVectors", "embedded_text", "fuse", "hybrid_for"]
+__all__ = ["RRF_K", "HybridRecall", "embedded_text", "fuse", "hybrid_for"]
 
 #: The reciprocal-rank fusion constant (Cormack et al. 2009; the LoCoMo benchmark's yardstick).
 RRF_K = 60
@@ -51,20 +48,6 @@ def embedded_text(message: Message) -> str:
     :data:`~session_migrator._embeddings.EMBEDDED_CHARS`."""
     text = " ".join([message.text] + [c.name + " " + c.arguments for c in message.tool_calls])
     return text[:EMBEDDED_CHARS]
-
-
-class StoredVectors:
-    """An embedding model's vectors of one stored session: its memory first, then the store
-    (``get_vectors`` / ``put_vectors``), then the model; new vectors are written back."""
-
-    def __init__(
-        self, embeddings: Embeddings, store: BaseSessionStore | None, session_id: str | None
-    ) -> None:
-        self.embeddings = embeddings
-        self.store = store
-        self.session_id = session_id
-        self._asked: set[str] = set()  # ids the store was asked for (whether it had them)
-        self._unsaved: set[tuple[str, int]] = set()  # embedded here, not in the store yet
 
 
 class HybridRecall:

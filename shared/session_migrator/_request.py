@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from session_migrator._embeddings import as_embeddings
 from session_migrator._errors import BudgetError, OutputReserveError
 from session_migrator._fits import PendingToolCalls
 from session_migrator._messages import ContentPart, Message
@@ -118,6 +119,7 @@ def fit_request(
     query: str | None = None,
     fold_notes: bool = True,
     pending_tool_calls: PendingToolCalls = "drop",
+    embeddings: Any = None,
 ) -> RequestFit:
     """Fit a whole provider request to ``target``: its messages, ``tools`` (JSON schemas, as
     sent), ``response_format`` and the output it asks for (``max_output_tokens``: the request's
@@ -131,6 +133,7 @@ def fit_request(
     providers that take one system prompt want it. Raises :class:`OutputReserveError` when the
     output asked for leaves too little room for the input that must go (the system prompt and
     the newest turn), and :class:`~session_migrator.BudgetError` when nothing fits at all.
+    ``embeddings``: an embedding model recall fuses with bm25, as for :func:`migrate`.
 
     >>> from session_migrator import Message
     >>> fit = fit_request([Message("user", "hi")], "gpt-4", max_output_tokens=4096)
@@ -164,6 +167,7 @@ def fit_request(
                 previous_summary=previous_summary,
                 extra_reserved=held,
                 pending_tool_calls=pending_tool_calls,
+                embeddings=embeddings,
             )
         except BudgetError as exc:
             if source != "request":
@@ -309,6 +313,7 @@ class RequestFitter:
         reserve_output: int | None = None,
         reserve_tokens: int = 0,
         max_summaries: int = 256,
+        embeddings: Any = None,
     ) -> None:
         check_tokens("reserve_output", reserve_output)
         check_tokens("reserve_tokens", reserve_tokens)
@@ -317,6 +322,8 @@ class RequestFitter:
         self.reserve_output = reserve_output
         self.reserve_tokens = reserve_tokens
         self.max_summaries = max_summaries
+        # (wrapped once: the model's vectors are kept between fits)
+        self.embeddings = None if embeddings is None else as_embeddings(embeddings)
         self.last_report: MigrationReport | None = None
         self.last_fit: RequestFit | None = None
         self._lock = threading.Lock()
@@ -349,6 +356,7 @@ class RequestFitter:
             "summarizer": self.summarizer,
             "reserve_output": self.reserve_output,
             "reserve_tokens": self.reserve_tokens,
+            "embeddings": self.embeddings,
         }
         fit = fit_request(
             messages, target, previous_summary=previous_summary, **{**settings, **request}
