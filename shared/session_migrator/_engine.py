@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from session_migrator._embeddings import active
 from session_migrator._errors import BudgetError
 from session_migrator._fit import fit_recent, grow_recent
 from session_migrator._lead import note, note_reserve, summary_message
@@ -116,6 +117,9 @@ class _Engine:
         # gives recall most of the room the newest turns would take
         days = day_tokens(query, messages[-1].timestamp) if self.recall and messages else []
         past = self.recall and (bool(days) or about_the_past(query))
+        if self.recall and not past and (hybrid := active()) is not None:
+            # with an embedding model: the turn most like the question is an old one
+            past = hybrid.asks_about_the_past(searched, layout, query, counter, available // 2)
         search = " ".join([query, *days])
         summary_share = min(self.summary_share, 0.1) if past else self.summary_share
         recall_share = max(self.recall_share, PAST_RECALL_SHARE) if past else self.recall_share

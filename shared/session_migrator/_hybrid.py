@@ -87,6 +87,37 @@ class HybridRecall:
         self.used = True
         return out
 
+    def asks_about_the_past(
+        self,
+        messages: Sequence[Message],
+        layout: Any,
+        query: str,
+        counter: Any,
+        recent_room: int,
+    ) -> bool:
+        """Whether the question is about what was said long ago: the earlier turn most like it
+        (the current one left out) is older than the newest turns ``recent_room`` tokens hold.
+        Then recall gets the room a question about the past gets (a question that says so in
+        its words, "what did we ...", gets it without a model). Every turn's messages are
+        embedded for it (each once, as always)."""
+        starts = [k for k, u in enumerate(layout.units) if u.starts_turn]
+        if len(starts) < 3:
+            return False
+        bounds = [*starts[1:], len(layout.units)]
+        turns = [layout.units[a:b] for a, b in zip(starts, bounds, strict=True)][:-1]
+        sims = self.similarities(
+            [[messages[i] for u in t for i in u.indices] for t in turns], query
+        )
+        if sims is None or not len(sims):
+            return False
+        best = len(sims) - 1 - int(np.argmax(sims[::-1]))  # (ties: the newest)
+        used = 0
+        for k in range(len(turns) - 1, -1, -1):
+            used += sum(layout.unit_cost(u, messages, counter) for u in turns[k])
+            if used > recent_room:
+                return best <= k
+        return False
+
     def reported(self, report: Any) -> None:
         """Add what this fit's ranking did to a ``MigrationReport``."""
         report.fallbacks = [*report.fallbacks, *self.fallbacks]

@@ -229,3 +229,27 @@ def test_requests_recall_with_embeddings_too() -> None:
     assert "automobile" in "\n".join(m.text for m in fit.messages)
     fitter = RequestFitter(reserve_output=0, embeddings=embedder)
     assert "automobile" in "\n".join(m.text for m in fitter.fit(messages, window).messages)
+
+
+def test_a_question_most_like_an_old_turn_is_about_the_past() -> None:
+    from session_migrator._hybrid import hybrid_for
+    from session_migrator._units import build_units
+
+    counter = counter_for("o200k_base")
+    messages = [*conversation(), QUESTION]  # the automobile is in turn 5 of 30
+    layout = build_units(messages, [counter.count_message(m) for m in messages])
+    room = counter.count_messages(messages) // 8
+    hybrid = hybrid_for(Embeddings(ConceptEmbedder(), name="concepts"))
+    assert hybrid is not None
+    assert hybrid.asks_about_the_past(messages, layout, QUESTION.text, counter, room)
+    recent = [*messages[:-1], Message("user", "My dog is a puppy.", id="d"), QUESTION]
+    recent[-1] = Message("user", "How old is the puppy?", id="q3")
+    layout = build_units(recent, [counter.count_message(m) for m in recent])
+    assert not hybrid.asks_about_the_past(recent, layout, "How old is the puppy?", counter, room)
+    # the question's past share goes to recall: more of the cut turns come back
+    window = window_for(messages)
+    with_model = migrate(
+        messages, window, reserve_output=0, embeddings=Embeddings(ConceptEmbedder(), name="c3")
+    )
+    without = migrate(messages, window, reserve_output=0)
+    assert len(with_model.report.recalled_ids) > len(without.report.recalled_ids)
