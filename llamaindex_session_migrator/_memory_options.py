@@ -39,6 +39,7 @@ __all__ = [
     "UnexpectedArgumentsError",
     "check_llm",
     "embeddings_for",
+    "from_settings",
     "new_session_id",
     "open_memory_store",
     "refuse_unknown",
@@ -188,6 +189,13 @@ def embeddings_for(embeddings: Any) -> Embeddings | None:
         if embeddings is None:
             return None
     return Embeddings.of(embeddings)
+
+
+def from_settings(embeddings: Embeddings) -> bool:
+    """Whether ``embeddings`` wraps ``Settings.embed_model`` (a reopened memory finds it again)."""
+    from llama_index.core import Settings
+
+    return embeddings.source is getattr(Settings, "_embed_model", None)
 
 
 def open_memory_store(spec: BaseSessionStore | str | None) -> tuple[BaseSessionStore, bool]:

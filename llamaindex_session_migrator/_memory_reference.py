@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from llamaindex_session_migrator._memory_options import from_settings
 from session_migrator import ModelWindow, StoreError, open_store
 
 if TYPE_CHECKING:
@@ -86,6 +87,8 @@ def _why_not_portable(memory: SessionMigratorMemory, url: str) -> str | None:
         return f"its strategy is a compressor object ({type(options.strategy).__name__})"
     if options.summarizer is not None:
         return f"its summarizer is an object ({type(options.summarizer).__name__})"
+    if options.embeddings is not None and not from_settings(options.embeddings):
+        return f"its embedding model is an object ({options.embeddings.key})"
     explicit = memory._tracker.explicit
     if explicit is not None and not isinstance(explicit, str | ModelWindow):
         return "its pinned model is an LLM object (pin a model name or a ModelWindow instead)"
