@@ -105,3 +105,31 @@ async def test_the_middleware_takes_embeddings_and_fits_async() -> None:
     assert report.decision == "compressed"
     assert report.fallbacks == []
     assert counting.queries == 1
+
+
+class AsyncOnly(Embeddings):
+    """A LangChain model that implements only the async forms."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> list[float]:
+        raise NotImplementedError
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return DeterministicFakeEmbedding(size=8).embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return DeterministicFakeEmbedding(size=8).embed_query(text)
+
+
+def test_a_model_with_only_the_async_forms_is_used_through_them() -> None:
+    history = FittedChatMessageHistory(
+        "s", model=_model(), store="memory://", embeddings=AsyncOnly()
+    )
+    history.add_messages([*_turns(12), HumanMessage("What did we decide?", id="q")])
+    history.messages  # noqa: B018 (the fit)
+    report = history.last_report
+    assert report is not None
+    assert report.fallbacks == []
+    assert any("AsyncOnly embeddings" in n for n in report.notes)

@@ -6,6 +6,7 @@ off."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,15 +105,16 @@ async def test_fitted_memory_and_the_llm_guard_take_embeddings(
 
 
 def test_a_memory_with_its_own_embedding_model_is_not_portable(
-    make_memory: Callable[..., SessionMigratorMemory],
-    make_llm: Any,
-    no_global_embed_model: None,
-    store_url: str,
+    tmp_path: Path, make_llm: Any, no_global_embed_model: None
 ) -> None:
-    if store_url == "memory://":
-        pytest.skip("a memory:// store is not portable anyway")
-    own = make_memory("p", llm=make_llm(context_window=1200), embeddings=MockEmbedding(embed_dim=8))
+    url = f"sqlite:///{tmp_path / 'li.db'}"
+    llm = make_llm(context_window=1200)
+    own = SessionMigratorMemory.from_defaults(
+        chat_store_key="p", llm=llm, store=url, embeddings=MockEmbedding(embed_dim=8)
+    )
     assert own.to_dict()["not_portable"] == f"its embedding model is an object ({KEY})"
     Settings.embed_model = MockEmbedding(embed_dim=8)
-    shared = make_memory("q", llm=make_llm(context_window=1200))
-    assert "embedding" not in (shared.to_dict()["not_portable"] or "")
+    shared = SessionMigratorMemory.from_defaults(chat_store_key="q", llm=llm, store=url)
+    assert shared.to_dict()["not_portable"] is None
+    own.store.close()
+    shared.store.close()
