@@ -148,6 +148,9 @@ class StoredVectors:
         self.session_id = session_id
         self._asked: set[str] = set()  # ids the store was asked for (whether it had them)
         self._unsaved: set[tuple[str, int]] = set()  # embedded here, not in the store yet
+        # every vector read here, one row each (by message id), so a re-fit reads only new ones
+        self.rows: dict[str, int] = {}
+        self.table: Any = None  # (a float32 matrix, rows beyond len(rows) unused)
 
 
 def _sync_or_async(sync: Callable[[Any], Any], source: Any, name: str, arg: Any) -> Any:

@@ -72,12 +72,18 @@ class HybridRecall:
         question = _DAY_TOKENS.sub(" ", query).strip() or query
         flat = [m for turn in turns for m in turn]
         try:
-            matrix = self._vectors_of(flat)
+            at = self._rows_of(flat)
             q = self._query_vector(question)
+            table = self.vectors.table
+            if len(at) and table.shape[1] != len(q):
+                raise ValueError(
+                    f"embedding model {self.embeddings.key!r} gave the question a vector of "
+                    f"{len(q)} numbers and the messages {table.shape[1]}"
+                )
         except Exception as exc:
             self._fail(exc)
             return None
-        sims = matrix @ q if len(flat) else np.zeros(0)
+        sims = (table[: len(self.vectors.rows)] @ q)[at] if len(at) else np.zeros(0)
         sizes = np.array([len(t) for t in turns], dtype=np.int64)
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         out = np.full(len(turns), -1.0)
@@ -129,6 +135,30 @@ class HybridRecall:
             ]
 
     # -- vectors ----------------------------------------------------------------------------
+
+    def _rows_of(self, messages: Sequence[Message]) -> _Ints:
+        """The rows of ``messages``' vectors in the session's table (those not yet in it read
+        from the model's memory, the store or the model)."""
+        held, rows = self.vectors, self.vectors.rows
+        new = list({m.id: m for m in messages if m.id not in rows}.values())
+        if new:
+            vectors = self._vectors_of(new)
+            table = held.table
+            if table is not None and vectors.shape[1] != table.shape[1]:
+                raise ValueError(
+                    f"embedding model {self.embeddings.key!r} gave vectors of "
+                    f"{vectors.shape[1]} numbers, and {table.shape[1]} before"
+                )
+            n = len(rows)
+            if table is None or n + len(new) > len(table):
+                grown = np.zeros((max(2 * (n + len(new)), 64), vectors.shape[1]), np.float32)
+                if table is not None:
+                    grown[:n] = table[:n]
+                held.table = table = grown
+            table[n : n + len(new)] = vectors
+            for k, m in enumerate(new):
+                rows[m.id] = n + k
+        return np.fromiter((rows[m.id] for m in messages), dtype=np.int64, count=len(messages))
 
     def _vectors_of(self, messages: Sequence[Message]) -> npt.NDArray[np.float32]:
         e, held = self.embeddings, self.vectors
