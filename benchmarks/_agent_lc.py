@@ -69,6 +69,14 @@ def lookup(key: str) -> str:
     return lookup_result(key)
 
 
+@tool("lookup")
+def lookup_blocks(key: str) -> list[dict[str, str]]:
+    """Look up the figures filed under ``key``."""
+    # as an MCP tool's result reaches LangChain: content blocks, one a line group
+    head, rest = lookup_result(key).split("\n", 1)
+    return [{"type": "text", "text": head}, {"type": "text", "text": rest}]
+
+
 def _turns(invoke: Any, model: AgentChatModel) -> Tally:
     tally = model.tally
     for turn in range(TURNS):
@@ -85,9 +93,10 @@ def _turns(invoke: Any, model: AgentChatModel) -> Tally:
     return tally
 
 
-def create_agent_run(name: str, guarded: bool, mode: str = "invoke") -> Tally:
+def create_agent_run(name: str, guarded: bool, mode: str = "invoke", blocks: bool = False) -> Tally:
     """8 turns of ``create_agent`` on one thread, each run with ``mode``: ``invoke``,
-    ``ainvoke`` or ``astream`` (the graph's values, streamed)."""
+    ``ainvoke`` or ``astream`` (the graph's values, streamed); ``blocks``: the tool returns
+    content blocks, as MCP tools do."""
     import asyncio
 
     from langchain.agents import create_agent
@@ -96,7 +105,7 @@ def create_agent_run(name: str, guarded: bool, mode: str = "invoke") -> Tally:
     model = AgentChatModel(model_name=name)
     agent = create_agent(
         model,
-        [lookup],
+        [lookup_blocks if blocks else lookup],
         system_prompt=SYSTEM_PROMPT,
         middleware=[FitToModelMiddleware()] if guarded else [],
         checkpointer=InMemorySaver(),

@@ -11,8 +11,8 @@ from typing import Any
 
 from benchmarks._harness import Context, Record, Samples, repeat, timed
 from session_migrator import Message
-from session_migrator._encodings import get_encoding
-from session_migrator._tokens import (
+from session_migrator.counting._encodings import get_encoding
+from session_migrator.counting._tokens import (
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,

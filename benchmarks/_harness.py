@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from session_migrator import Message, ModelWindow
-from session_migrator._rules import chat_rule_violations
-from session_migrator._tokens import TiktokenCounter
+from session_migrator.counting._tokens import TiktokenCounter
+from session_migrator.messages._rules import chat_rule_violations
 
 __all__ = [
     "APPENDS",
@@ -95,7 +95,9 @@ def reset_counts() -> None:
     remembered sentence scores and recall's remembered word stems, so that nothing counted,
     scored or stemmed is cached in the process.
     """
-    from session_migrator import _fts, _outline, _tokens
+    from session_migrator.counting import _tokens
+    from session_migrator.recall import _fts
+    from session_migrator.summaries import _outline
 
     with _tokens._registry_lock:
         _tokens._tiktoken_counters.clear()

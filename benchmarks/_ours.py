@@ -31,7 +31,7 @@ from benchmarks._harness import (
     timed,
 )
 from session_migrator import Message
-from session_migrator._tokens import BaseCounter, TiktokenCounter, counter_for
+from session_migrator.counting._tokens import BaseCounter, TiktokenCounter, counter_for
 
 __all__ = ["STORES", "langchain_history", "llamaindex_memory", "migrate_cold"]
 
@@ -112,7 +112,7 @@ def _probe(ctx: Context, adapter: _Adapter, history: Any) -> Record:
 @contextmanager
 def _fit_times() -> Iterator[list[float]]:
     """The seconds of each core re-fit (``SessionFitter.fit``) inside an adapter's read."""
-    from session_migrator._fitter import SessionFitter
+    from session_migrator.sessions._fitter import SessionFitter
 
     original = SessionFitter.fit
     seconds: list[float] = []

@@ -45,6 +45,9 @@ def surfaces() -> dict[str, Callable[[str, int, bool], Tally]]:
 
     return {
         "LangChain create_agent + FitToModelMiddleware": lambda n, w, g: create_agent_run(n, g),
+        "LangChain create_agent, results in content blocks (MCP tools)": lambda n, w, g: (
+            create_agent_run(n, g, blocks=True)
+        ),
         "LangGraph ToolNode loop + FitToModel": lambda n, w, g: tool_node_run(n, g),
         **SURFACES,
     }

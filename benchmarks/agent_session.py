@@ -24,7 +24,7 @@ from typing import Any
 
 from benchmarks._conversation import conversation
 from session_migrator import Message, ModelWindow, counter_for, messages_from_openai, migrate
-from session_migrator._tiers import TOOL_OUTPUT_CHARS, shrunk_output
+from session_migrator.fitting._tiers import TOOL_OUTPUT_CHARS, shrunk_output
 
 STRATEGIES = ("trim", "summarize", "recall", "auto")
 SHARES = (0.95, 0.70, 0.50, 0.25, 0.10)

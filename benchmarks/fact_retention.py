@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from session_migrator import Message, ToolCall
-from session_migrator._fts import query_terms
-from session_migrator._migrate import migrate
-from session_migrator._tokens import counter_for
-from session_migrator._windows import ModelWindow
+from session_migrator.counting._tokens import counter_for
+from session_migrator.migration._migrate import migrate
+from session_migrator.models._windows import ModelWindow
+from session_migrator.recall._fts import query_terms
 
 BUDGETS = (0.10, 0.25, 0.50)
 STRATEGIES = ("trim", "summarize", "recall", "auto")
@@ -239,7 +239,7 @@ def _llamaindex_buffer() -> Trimmer | None:
         from llama_index.core.memory import ChatMemoryBuffer
     except ImportError:
         return None
-    from session_migrator._encodings import get_encoding
+    from session_migrator.counting._encodings import get_encoding
 
     enc = get_encoding("o200k_base")
     if enc is None:

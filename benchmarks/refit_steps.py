@@ -54,11 +54,11 @@ if TYPE_CHECKING:
 
 #: (step, owner, attribute) of the functions timed
 _STEPS = (
-    ("fit", "session_migrator._fitter:SessionFitter", "fit"),
-    ("recall", "session_migrator._recall", "recall_turns"),
-    ("rank", "session_migrator._bm25:RelevanceIndex", "_rank"),
-    ("stems", "session_migrator._fts:_Tokenizer", "stems"),
-    ("ids", "session_migrator._steady", "ids_without"),
+    ("fit", "session_migrator.sessions._fitter:SessionFitter", "fit"),
+    ("recall", "session_migrator.recall._recall", "recall_turns"),
+    ("rank", "session_migrator.recall._bm25:RelevanceIndex", "_rank"),
+    ("stems", "session_migrator.recall._fts:_Tokenizer", "stems"),
+    ("ids", "session_migrator.migration._steady", "ids_without"),
 )
 
 
@@ -111,7 +111,7 @@ def _history(name: str, ctx: Context, strategy: str) -> FittedChatMessageHistory
 
 def run(size: int, strategy: str = "auto", runs: int = 5) -> list[dict[str, float]]:
     """The seconds of each step (and the yardstick) of every re-fit after a user message."""
-    from session_migrator._tokens import TiktokenCounter
+    from session_migrator.counting._tokens import TiktokenCounter
 
     ctx = _context(size, runs, 60.0, False)
     gc.freeze()  # as in the benchmark's forked cells
@@ -146,7 +146,7 @@ def loop(size: int, seconds: float, strategy: str = "auto") -> int:
     collection); the number of reads after a question.
     """
     from langchain_session_migrator import messages_from_core
-    from session_migrator import _fts
+    from session_migrator.recall import _fts
 
     ctx = _context(size, 1, 60.0, False)
     history = _history("steps-loop", ctx, strategy)
@@ -177,8 +177,8 @@ def cold(size: int, repeats: int = 30) -> list[dict[str, float]]:
     count, warm and after a full collection (keys ``stems_warm``, ``stems_cold``,
     ``count_warm``, ``count_cold``).
     """
-    from session_migrator import _fts
-    from session_migrator._tokens import TiktokenCounter
+    from session_migrator.counting._tokens import TiktokenCounter
+    from session_migrator.recall import _fts
 
     ctx = _context(size, 1, 60.0, False)
     tokenizer = _fts._Tokenizer()

@@ -22,7 +22,7 @@ from benchmarks._capped import run_capped
 from benchmarks._cells import CELLS
 from benchmarks._conversation import conversation, next_messages, text_bytes
 from benchmarks._harness import APPENDS, Cell, Context
-from session_migrator._tokens import TiktokenCounter
+from session_migrator.counting._tokens import TiktokenCounter
 
 __all__ = ["FLOOR_SIZE", "MEMORY_SIZE", "floors", "markdown", "run"]
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator import Message, messages_from_openai
-from session_migrator._messages import Role
+from session_migrator.messages._messages import Role
 from session_migrator.store import BaseSessionStore, open_store
 
 POSITIONS = (100, 10_000)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, convert_to_messages
@@ -43,11 +43,15 @@ from langchain_session_migrator._request import (
 from langchain_session_migrator._summarizer import as_summarizer
 from session_migrator import Compressor, MigrationReport, ModelWindow, Summarizer
 
-if TYPE_CHECKING:
-    from langchain_session_migrator._factory import FittedHistoryFactory
-    from langchain_session_migrator._history import FittedChatMessageHistory
+__all__ = ["FitToModel", "SharesGuardSettings"]
 
-__all__ = ["FitToModel"]
+
+class SharesGuardSettings(Protocol):
+    """What the guard takes from a history or a history factory (a
+    ``FittedHistoryFactory`` or a ``FittedChatMessageHistory``): their shared settings."""
+
+    def _guard_settings(self) -> dict[str, Any]: ...
+
 
 _DEPTH = 32
 
@@ -95,7 +99,7 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         reserve_output: int | None = None,
         reserve_tokens: int = 0,
         models: Mapping[str, Any] | Sequence[Any] | None = None,
-        history: FittedHistoryFactory | FittedChatMessageHistory | None = None,
+        history: SharesGuardSettings | None = None,
         count_tools: bool = True,
         max_summaries: int = 256,
         embeddings: Any = None,

@@ -12,7 +12,7 @@ One place answers "what can this model take?", in this order:
    (``other``, counted most conservatively, when the name says nothing);
 4. otherwise the model's name (``_get_ls_params()["ls_model_name"]``, then ``model_name``,
    ``model``, ``model_id``, ``deployment_name``) or the given string is looked up with
-   :func:`session_migrator._models.lookup_model` (names are normalised there;
+   :func:`session_migrator.models._lookup.lookup_model` (names are normalised there;
    ``"provider:model"`` as ``init_chat_model`` writes it is tried without the provider too).
 
 An unknown model raises :class:`~session_migrator.UnknownModelError`: a window is never guessed.

@@ -1,4 +1,5 @@
-"""A core :class:`~session_migrator._summarizers.Summarizer` backed by any LangChain chat model."""
+"""A core :class:`~session_migrator.summaries._summarizers.Summarizer` backed by any LangChain chat
+model."""
 
 from __future__ import annotations
 

@@ -124,7 +124,7 @@ class SessionMigratorMemory(ChatMemoryBuffer):
     _handout: HandOut = PrivateAttr(default_factory=HandOut)
     _window: ModelWindow | None = PrivateAttr(default=None)
     _source: ModelSource | None = PrivateAttr(default=None)
-    _listener: MemoryListener | None = PrivateAttr(default=None)
+    _listener: MemoryListener[SessionMigratorMemory] | None = PrivateAttr(default=None)
 
     def __init__(
         self,

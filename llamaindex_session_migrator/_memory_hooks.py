@@ -5,15 +5,25 @@ and the listener told about chat calls (both hold the memory weakly).
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from llamaindex_session_migrator._models import DEFAULT_WINDOW
+from llamaindex_session_migrator._tracking import ModelTracker
 from session_migrator import TOKENS_PER_MESSAGE, default_counter
 
-if TYPE_CHECKING:
-    from llamaindex_session_migrator._memory import SessionMigratorMemory
+__all__ = ["HookedMemory", "MemoryListener", "PromptTokenizer", "unset_tokenizer"]
 
-__all__ = ["MemoryListener", "PromptTokenizer", "unset_tokenizer"]
+
+class HookedMemory(Protocol):
+    """What the hooks read of the memory they serve (a ``SessionMigratorMemory``)."""
+
+    @property
+    def _tracker(self) -> ModelTracker: ...
+
+    def _observe(self, messages: list[Any], model_dict: dict[str, Any], exact: bool) -> bool: ...
+
+
+M = TypeVar("M", bound=HookedMemory)
 
 
 class PromptTokenizer:
@@ -22,7 +32,7 @@ class PromptTokenizer:
     prefix and the fitted history together stay within the budget.
     """
 
-    def __init__(self, memory: SessionMigratorMemory) -> None:
+    def __init__(self, memory: HookedMemory) -> None:
         self._memory = weakref.ref(memory)
 
     def __call__(self, text: str) -> list[int]:
@@ -37,14 +47,14 @@ def unset_tokenizer(text: str) -> list[int]:
     raise RuntimeError("SessionMigratorMemory is not initialised yet")
 
 
-class MemoryListener:
+class MemoryListener(Generic[M]):
     """Tells one memory (held weakly) about the chat calls that carried its history."""
 
-    def __init__(self, memory: SessionMigratorMemory) -> None:
+    def __init__(self, memory: M) -> None:
         self._memory = weakref.ref(memory)
 
     @property
-    def memory(self) -> SessionMigratorMemory | None:
+    def memory(self) -> M | None:
         """The memory (``None`` once it is gone): the guard reads its store and session id."""
         return self._memory()
 

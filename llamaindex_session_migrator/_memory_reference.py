@@ -25,17 +25,39 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
-from llamaindex_session_migrator._memory_options import from_settings
+from llamaindex_session_migrator._memory_options import FitOptions, from_settings
+from llamaindex_session_migrator._tracking import ModelTracker
 from session_migrator import ModelWindow, StoreError, open_store
+from session_migrator.store import BaseSessionStore
 
-if TYPE_CHECKING:
-    from llamaindex_session_migrator._memory import SessionMigratorMemory
+
+class ReferencedMemory(Protocol):
+    """What a reference reads of a memory (a ``SessionMigratorMemory``)."""
+
+    chat_store_key: str
+    token_limit: int
+    _owns_store: bool
+
+    @property
+    def store(self) -> BaseSessionStore: ...
+
+    @property
+    def _options(self) -> FitOptions: ...
+
+    @property
+    def _tracker(self) -> ModelTracker: ...
+
+    def class_name(self) -> str: ...
+
+
+M = TypeVar("M", bound=ReferencedMemory)
 
 __all__ = [
     "MemoryNotRestorableError",
+    "ReferencedMemory",
     "is_reference",
     "live_memory",
     "live_token",
@@ -77,7 +99,7 @@ def live_token(memory: object) -> str:
         return token
 
 
-def _why_not_portable(memory: SessionMigratorMemory, url: str) -> str | None:
+def _why_not_portable(memory: ReferencedMemory, url: str) -> str | None:
     options = memory._options
     if not url:
         return "its store object has no URL to reopen it by"
@@ -95,7 +117,7 @@ def _why_not_portable(memory: SessionMigratorMemory, url: str) -> str | None:
     return None
 
 
-def reference(memory: SessionMigratorMemory) -> dict[str, Any]:
+def reference(memory: ReferencedMemory) -> dict[str, Any]:
     """The JSON-ready reference to ``memory`` (see the module docstring)."""
     store = memory.store
     url = store.url
@@ -146,13 +168,13 @@ def live_memory(token: object) -> Any:
         return _live.get(str(token))
 
 
-def restore(cls: type[SessionMigratorMemory], data: Mapping[str, Any]) -> SessionMigratorMemory:
+def restore(cls: Callable[..., M], data: Mapping[str, Any]) -> M:
     """The memory ``data`` refers to (see the module docstring)."""
     session_id = str(data.get("chat_store_key"))
     with _lock:
         alive = _live.get(str(data.get("process_token")))
     if alive is not None and alive.chat_store_key == session_id:
-        memory: SessionMigratorMemory = alive
+        memory: M = alive
         return memory
     reason = data.get("not_portable")
     if reason:

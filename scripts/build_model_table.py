@@ -9,7 +9,7 @@ Offline and deterministic: the same inputs give the same bytes (rows sorted, one
 from their makers' model cards and Ollama's library names.
 
 Every name is routed (``route_name``: no provider prefix, Bedrock or Vertex wrapping) and the
-spellings of one model are grouped: by :func:`~session_migrator._model_names.spelling_key`
+spellings of one model are grouped: by :func:`~session_migrator.models._names.spelling_key`
 (``meta-llama/Meta-Llama-3.1-8B-Instruct``, ``llama3.1:8b`` and ``llama-v3p1-8b-instruct`` are one
 model) and by models.dev's ``base_model`` links. A group is one row; its other spellings are
 aliases, so every spelling has the same facts. The row's facts come from the most trusted source
@@ -43,9 +43,9 @@ from dataclasses import replace
 from pathlib import Path
 
 try:
-    from session_migrator._model_names import QUANTIZED, normalize_model_name, spelling_key
-    from session_migrator._model_table import load_table
-    from session_migrator._tokenizers import infer_tokenizer
+    from session_migrator.models._names import QUANTIZED, normalize_model_name, spelling_key
+    from session_migrator.models._table import load_table
+    from session_migrator.models._tokenizers import infer_tokenizer
 except ImportError:  # pragma: no cover - a clear message instead of a traceback
     sys.exit("build_model_table: install the project first (make install), then run again")
 

@@ -19,7 +19,7 @@ Not listings with caps of their own:
 
 The provider is named as users type it in front of the model: the first segment of a LiteLLM
 key (``github_copilot``), else its ``litellm_provider``; the models.dev provider folder
-(``github-copilot``); ``_`` as ``-`` (:func:`~session_migrator._model_names.provider_prefix`).
+(``github-copilot``); ``_`` as ``-`` (:func:`~session_migrator.models._names.provider_prefix`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 from model_sources import RANK_HOST, Row
 
-from session_migrator._model_names import provider_prefix
+from session_migrator.models._names import provider_prefix
 
 #: Runtimes that run a model with the context the user sets (as :func:`provider_prefix` spells
 #: them): LiteLLM's ollama, ollama_chat, lm_studio, llamafile, vllm, hosted_vllm, lemonade ...,

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from session_migrator._model_names import route_name
+from session_migrator.models._names import route_name
 
 LITELLM_FILE = "litellm_model_prices_and_context_window.json"
 CSV_FILE = "model_windows.csv"

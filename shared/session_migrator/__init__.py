@@ -11,8 +11,6 @@ stays in the session store.
 'fits'
 """
 
-from session_migrator._calibration import reset_calibration
-from session_migrator._embeddings import Embeddings
 from session_migrator._errors import (
     BudgetError,
     ConflictError,
@@ -28,75 +26,12 @@ from session_migrator._errors import (
     SummarizerError,
     UnknownModelError,
 )
-from session_migrator._fitter import DEFAULT_SLACK, SessionFitter
-from session_migrator._live import is_stale as models_cache_is_stale
-from session_migrator._live import refresh as refresh_models
-from session_migrator._memory_doc import export_markdown
-from session_migrator._messages import (
-    MARKER_KEY,
-    ContentPart,
-    Message,
-    Role,
-    Session,
-    ToolCall,
-    messages_from_openai,
-    messages_to_openai,
-)
-from session_migrator._migrate import (
-    MigrationReport,
-    MigrationResult,
-    Plan,
-    default_counter,
-    migrate,
-    plan,
-)
-from session_migrator._models import (
-    infer_tokenizer,
-    known_models,
-    load_overrides,
-    lookup_model,
-    normalize_model_name,
-    register_model,
-    unregister_model,
-)
-from session_migrator._nesting import check_nesting
-from session_migrator._online_counters import AnthropicCounter, GeminiCounter
-from session_migrator._output import (
-    OUTPUT_SETTINGS,
-    output_reserve,
-    output_rule,
-    requested_output,
-)
-from session_migrator._recalibration import recalibrate_from_exact
 from session_migrator._redact import redact_secrets
-from session_migrator._related import RecallScope, RelatedSession, RelatedSessions
-from session_migrator._request import (
-    TOKENS_PER_TOOL,
-    RequestFit,
-    RequestFitter,
-    fit_request,
-    schema_tokens,
-)
-from session_migrator._rules import chat_rule_violations
-from session_migrator._strategies import (
-    AutoStrategy,
-    CompressionResult,
-    Compressor,
-    RecallStrategy,
-    SummarizeStrategy,
-    TrimStrategy,
-    check_strategy,
-    uses_query,
-)
-from session_migrator._summarizers import (
-    SUMMARY_PROMPT,
-    ExtractiveSummarizer,
-    OpenAISummarizer,
-    Summarizer,
-    Summary,
-    summary_request,
-)
-from session_migrator._tokens import (
+from session_migrator._version import __version__
+from session_migrator.counting._calibration import reset_calibration
+from session_migrator.counting._online_counters import AnthropicCounter, GeminiCounter
+from session_migrator.counting._recalibration import recalibrate_from_exact
+from session_migrator.counting._tokens import (
     TOKENS_PER_MESSAGE,
     EstimateWarning,
     EstimatingCounter,
@@ -106,11 +41,70 @@ from session_migrator._tokens import (
     calibrate,
     counter_for,
 )
-from session_migrator._truncate import truncate_text
-from session_migrator._units import check_slack
-from session_migrator._version import __version__
-from session_migrator._windows import Budget, ModelWindow
+from session_migrator.fitting._truncate import truncate_text
+from session_migrator.fitting._units import check_slack
+from session_migrator.messages._messages import (
+    MARKER_KEY,
+    ContentPart,
+    Message,
+    Role,
+    Session,
+    ToolCall,
+    messages_from_openai,
+    messages_to_openai,
+)
+from session_migrator.messages._nesting import check_nesting
+from session_migrator.messages._rules import chat_rule_violations
+from session_migrator.migration._migrate import default_counter, migrate, plan
+from session_migrator.migration._report import MigrationReport, MigrationResult, Plan
+from session_migrator.migration._request import (
+    TOKENS_PER_TOOL,
+    RequestFit,
+    RequestFitter,
+    fit_request,
+    schema_tokens,
+)
+from session_migrator.migration._strategies import (
+    AutoStrategy,
+    CompressionResult,
+    Compressor,
+    RecallStrategy,
+    SummarizeStrategy,
+    TrimStrategy,
+    check_strategy,
+    uses_query,
+)
+from session_migrator.models._live import is_stale as models_cache_is_stale
+from session_migrator.models._live import refresh as refresh_models
+from session_migrator.models._lookup import (
+    infer_tokenizer,
+    known_models,
+    load_overrides,
+    lookup_model,
+    normalize_model_name,
+    register_model,
+    unregister_model,
+)
+from session_migrator.models._output import (
+    OUTPUT_SETTINGS,
+    output_reserve,
+    output_rule,
+    requested_output,
+)
+from session_migrator.models._windows import Budget, ModelWindow
+from session_migrator.recall._embeddings import Embeddings
+from session_migrator.recall._related import RecallScope, RelatedSession, RelatedSessions
+from session_migrator.sessions._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator.store import arelated_sessions, open_store, related_sessions
+from session_migrator.summaries._memory_doc import export_markdown
+from session_migrator.summaries._summarizers import (
+    SUMMARY_PROMPT,
+    ExtractiveSummarizer,
+    OpenAISummarizer,
+    Summarizer,
+    Summary,
+    summary_request,
+)
 
 __all__ = [
     "DEFAULT_SLACK",

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TextIO
 
-from session_migrator._messages import Message, messages_from_openai
-from session_migrator._migrate import MigrationResult, migrate, resolve_target
+from session_migrator.messages._messages import Message, messages_from_openai
+from session_migrator.migration._migrate import migrate, resolve_target
+from session_migrator.migration._report import MigrationResult
 
 __all__ = ["DEMO_CHAIN", "DEMO_FACTS", "demo_messages", "run_demo"]
 
@@ -64,8 +65,8 @@ def run_demo(
     as_json: bool = False,
 ) -> list[DemoRow]:
     """Store the demo conversation, migrate it down ``chain`` with every strategy, report."""
-    from session_migrator._fitter import SessionFitter
     from session_migrator.cli._common import table
+    from session_migrator.sessions._fitter import SessionFitter
 
     messages = demo_messages()
     fitter = SessionFitter("demo-ledgerd", store=store_url, strategy="auto")

@@ -20,7 +20,8 @@ message that says what to fix, and the server keeps serving):
   ``session_usage(session_id, model, context_window?)``, ``session_list(workspace?)``: the
   session store (``--store URL``, default the embedded SQLite file under
   ``SESSION_MIGRATOR_HOME``). ``session_context`` goes through
-  :class:`~session_migrator._fitter.SessionFitter`: cached counts, the rolling summary and the
+  :class:`~session_migrator.sessions._fitter.SessionFitter`: cached counts, the rolling summary and
+  the
   migration log are kept in the store.
 
 ``recall_scope`` (``user`` or ``workspace``) also recalls from the stored session's other
@@ -31,7 +32,7 @@ sessions (:func:`~session_migrator.store.related_sessions`).
 ``max_answer_tokens`` (about 20,000 tokens by default; ``offset``, ``limit``, and
 ``include_messages=false`` for the report alone): ``page`` says how to get the rest.
 
-The logic lives in :class:`SessionTools` (``session_migrator._mcp_tools``, no ``mcp`` needed, so it
+The logic lives in :class:`SessionTools` (``session_migrator.mcp._tools``, no ``mcp`` needed, so it
 is tested directly too); this module only declares the tools and maps errors.
 """
 
@@ -42,7 +43,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from session_migrator._errors import MissingDependencyError, SessionMigratorError
-from session_migrator._mcp_tools import (
+from session_migrator._version import __version__
+from session_migrator.mcp._tools import (
     DEFAULT_ANSWER_TOKENS,
     DEFAULT_CACHED_SESSIONS,
     ArgumentError,
@@ -52,8 +54,7 @@ from session_migrator._mcp_tools import (
     jsonable,
     parse_messages,
 )
-from session_migrator._related import RecallScope
-from session_migrator._version import __version__
+from session_migrator.recall._related import RecallScope
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -100,7 +101,7 @@ def build_server(
         from mcp_types import CallToolResult, TextContent, ToolAnnotations
         from pydantic import Field, ValidationError
 
-        from session_migrator import _mcp_schemas as out
+        from session_migrator.mcp import _schemas as out
     except ImportError as exc:
         raise MissingDependencyError("The MCP server", "mcp") from exc
 

@@ -30,6 +30,10 @@ SETUPS: dict[str, tuple[Run, int]] = {
     "create_agent invoke": (lambda n, w: create_agent_run(n, True), FUNCTION),
     "create_agent ainvoke": (lambda n, w: create_agent_run(n, True, "ainvoke"), FUNCTION),
     "create_agent astream": (lambda n, w: create_agent_run(n, True, "astream"), FUNCTION),
+    "create_agent content blocks": (
+        lambda n, w: create_agent_run(n, True, blocks=True),
+        FUNCTION,
+    ),
     "ToolNode loop": (lambda n, w: tool_node_run(n, True), FUNCTION),
     "FunctionAgent streamed": (lambda n, w: li_run("function", "session", n, w, True), FUNCTION),
     "FunctionAgent not streamed": (
@@ -42,6 +46,16 @@ SETUPS: dict[str, tuple[Run, int]] = {
         FUNCTION,
     ),
     "ReActAgent FittedMemory": (lambda n, w: li_run("react", "fitted", n, w, True), REACT),
+    "ReActAgent not streamed": (
+        lambda n, w: li_run("react", "fitted", n, w, True, streaming=False),
+        REACT,
+    ),
+    # (a code step returns both lookups of a round in one message)
+    "CodeActAgent streamed": (lambda n, w: li_run("codeact", "session", n, w, True), FUNCTION),
+    "CodeActAgent FittedMemory not streamed": (
+        lambda n, w: li_run("codeact", "fitted", n, w, True, streaming=False),
+        FUNCTION,
+    ),
     "AgentWorkflow handoff": (lambda n, w: li_run("handoff", "session", n, w, True), HANDOFF),
 }
 
@@ -55,7 +69,9 @@ def test_the_turn_finishes_in_as_many_calls_as_unguarded(setup: str) -> None:
     assert tally.calls_per_turn == [calls] * TURNS
 
 
-@pytest.mark.parametrize("setup", ["create_agent invoke", "FunctionAgent streamed"])
+@pytest.mark.parametrize(
+    "setup", ["create_agent invoke", "FunctionAgent streamed", "CodeActAgent streamed"]
+)
 def test_below_the_turn_it_is_refused_not_looping(setup: str) -> None:
     run, _ = SETUPS[setup]
     tally = run(_model(768), 768)

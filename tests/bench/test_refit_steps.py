@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from benchmarks import refit_steps
-from session_migrator import _tokens
+from session_migrator.counting import _tokens
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +41,7 @@ def test_a_trim_refit_recalls_nothing() -> None:
 
 
 def test_the_profiling_loop_refits_after_new_questions(monkeypatch: pytest.MonkeyPatch) -> None:
-    from session_migrator import _recall
+    from session_migrator.recall import _recall
 
     queries: list[str] = []
     recall = _recall.recall_turns

@@ -271,7 +271,7 @@ def test_a_missing_encoding_is_a_one_line_note(conversation: Path) -> None:
     Python's warning format (with the source line that raised it)."""
     code = f"""
 import sys
-from session_migrator import _encodings
+from session_migrator.counting import _encodings
 _encodings.encoding_search_paths = lambda: []  # no copy of the encodings anywhere
 from session_migrator.cli import main
 sys.exit(main(["count", {str(conversation)!r}, "--model", "gpt-4o"]))

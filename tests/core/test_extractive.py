@@ -17,17 +17,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_migrator import Message, ToolCall
-from session_migrator import _extractive as summarizers
-from session_migrator._extractive import ExtractiveSummarizer, _reading_cap
-from session_migrator._outline import Outline
-from session_migrator._sentences import (
+from session_migrator.counting._tokens import TiktokenCounter, TokenCounter
+from session_migrator.summaries import _extractive as summarizers
+from session_migrator.summaries._extractive import ExtractiveSummarizer, _reading_cap
+from session_migrator.summaries._outline import Outline
+from session_migrator.summaries._sentences import (
     _SENTENCE,
     _SENTENCE_SCAN,
     _score_all,
     _score_lines,
     _split,
 )
-from session_migrator._tokens import TiktokenCounter, TokenCounter
 
 PIECES = [
     "we decided", "Decision:", "decisions", "Going with", "go  with", "let's", "lets", "we'll",

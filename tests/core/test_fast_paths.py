@@ -20,18 +20,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_migrator import BudgetError, Message, SessionFitter, ToolCall, migrate
-from session_migrator._bm25 import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
-from session_migrator._rules import chat_rule_violations
-from session_migrator._sentences import _score, _score_all
-from session_migrator._tokens import (
+from session_migrator.counting._tokens import (
     EstimatingCounter,
     TiktokenCounter,
     _memo_get,
     calibrate,
     counter_for,
 )
-from session_migrator._units import Ledger, build_units
-from session_migrator._windows import ModelWindow
+from session_migrator.fitting._units import Ledger, build_units
+from session_migrator.messages._rules import chat_rule_violations
+from session_migrator.models._windows import ModelWindow
+from session_migrator.recall._bm25 import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
+from session_migrator.summaries._sentences import _score, _score_all
 
 PIECES = [
     "we decided", "Going with", "let's", "we'll", "WILL USE", "switched to", "instead", "prefer",

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from session_migrator import Message, ModelWindow, TiktokenCounter
-from session_migrator._fitter import SessionFitter
-from session_migrator._rules import chat_rule_violations
-from session_migrator._tokens import BaseCounter, TokenCounter, counter_for
+from session_migrator.counting._tokens import BaseCounter, TokenCounter, counter_for
+from session_migrator.messages._rules import chat_rule_violations
+from session_migrator.sessions._fitter import SessionFitter
 
 store_module = pytest.importorskip("session_migrator.store")
 open_store = store_module.open_store

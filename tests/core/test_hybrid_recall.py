@@ -24,7 +24,7 @@ from session_migrator import (
     fit_request,
     migrate,
 )
-from session_migrator._hybrid import fuse
+from session_migrator.recall._hybrid import fuse
 
 CONCEPTS = {
     "car": 0, "automobile": 0, "vehicle": 0, "sedan": 0,
@@ -232,8 +232,8 @@ def test_requests_recall_with_embeddings_too() -> None:
 
 
 def test_a_question_most_like_an_old_turn_is_about_the_past() -> None:
-    from session_migrator._hybrid import hybrid_for
-    from session_migrator._units import build_units
+    from session_migrator.fitting._units import build_units
+    from session_migrator.recall._hybrid import hybrid_for
 
     counter = counter_for("o200k_base")
     messages = [*conversation(), QUESTION]  # the automobile is in turn 5 of 30

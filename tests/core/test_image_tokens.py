@@ -10,7 +10,7 @@ import zlib
 import pytest
 
 from session_migrator import ContentPart, Message, counter_for, plan
-from session_migrator._image_tokens import (
+from session_migrator.counting._image_tokens import (
     ANTHROPIC,
     GEMINI,
     OPENAI_TILES,

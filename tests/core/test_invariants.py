@@ -20,12 +20,17 @@ from hypothesis import HealthCheck, Phase, assume, event, given, settings
 from hypothesis import strategies as st
 
 from session_migrator import BudgetError, ContentPart, Message, ModelWindow, ToolCall
-from session_migrator._migrate import MigrationResult, migrate
-from session_migrator._rules import chat_rule_violations
-from session_migrator._strategies import get_strategy
-from session_migrator._tiers import KEEP_NEWEST_TOOL_OUTPUTS, TOOL_OUTPUT_CHARS, shrunk_output
-from session_migrator._tokens import TokenCounter, counted_exactly, counter_for
-from session_migrator._units import broken_for_good
+from session_migrator.counting._tokens import TokenCounter, counted_exactly, counter_for
+from session_migrator.fitting._tiers import (
+    KEEP_NEWEST_TOOL_OUTPUTS,
+    TOOL_OUTPUT_CHARS,
+    shrunk_output,
+)
+from session_migrator.fitting._units import broken_for_good
+from session_migrator.messages._rules import chat_rule_violations
+from session_migrator.migration._migrate import migrate
+from session_migrator.migration._report import MigrationResult
+from session_migrator.migration._strategies import get_strategy
 
 STRATEGIES = ("trim", "summarize", "recall", "auto")
 TOKENIZERS = ("o200k_base", "cl100k_base", "claude", "gemini", "llama", "mistral-spm", "other")
@@ -184,18 +189,26 @@ _OMITTED = re.compile(r"\n\[\d+ non-text part\(s\) omitted\]$")
 
 
 def _check_cut_inside(cut: Message, original: Message) -> None:
-    """A message cut inside keeps the head and the tail of its text around one marker, and its
+    """A message cut inside keeps the head and the tail of its text around one marker (and,
+    where its text has sections, the lines that mark them, in order, between markers), and its
     tool calls (same ids and names) with arguments that are still a JSON object."""
     assert [(c.id, c.name) for c in cut.tool_calls] == [(c.id, c.name) for c in original.tool_calls]
     for call in cut.tool_calls:
         assert isinstance(json.loads(call.arguments), dict)
     text = _OMITTED.sub("", cut.text)
     pieces = _CUT.split(text)
-    if len(pieces) == 2:
-        head, tail = pieces
+    if len(pieces) >= 2:
+        head, *marks, tail = pieces
         assert original.text.startswith(head)
         assert original.text.endswith(tail)
-        assert len(head) >= len(tail), "the head gets the larger share"
+        position = len(head)
+        for mark in marks:  # each a whole line of the part cut, in order
+            found = original.text.find("\n" + mark + "\n", position)
+            assert found >= 0, mark
+            position = found + len(mark) + 1
+        assert position <= len(original.text) - len(tail)
+        if not marks:
+            assert len(head) >= len(tail), "the head gets the larger share"
     else:
         assert len(pieces) == 1
         assert text == original.text or text in ("", "[...]") or "cut by session-migrator" in text

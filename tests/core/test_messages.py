@@ -16,7 +16,7 @@ from session_migrator import (
     messages_from_openai,
     messages_to_openai,
 )
-from session_migrator._messages import MARKER_KEY, as_messages
+from session_migrator.messages._messages import MARKER_KEY, as_messages
 from session_migrator.store import open_store
 
 ROUND_TRIPS: dict[str, dict[str, Any]] = {
@@ -272,7 +272,8 @@ def _openai(*contents: str) -> list[Message]:
 
 
 def test_storage_ids_replace_derived_ids_only() -> None:
-    from session_migrator._message_ids import is_derived, storage_ids
+    from session_migrator.messages._ids import is_derived
+    from session_migrator.messages._storage_ids import storage_ids
 
     batch = [*_openai("ok", "ok"), Message("user", "ok", id="client-7")]
     fresh = [m.id for m in storage_ids(batch)]

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from session_migrator import UnknownModelError, known_models, lookup_model
-from session_migrator._model_names import provider_prefix, route_name
-from session_migrator._windows import ModelWindow
+from session_migrator.models._names import provider_prefix, route_name
+from session_migrator.models._windows import ModelWindow
 
 REPO = Path(__file__).parents[2]
 DATA = REPO / ".." / "shared" / "data"

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from session_migrator import UnknownModelError, lookup_model
-from session_migrator._encodings import ENCODINGS
-from session_migrator._model_names import normalize_model_name, route_name, spelling_key
-from session_migrator._tokens import FAMILY_MULTIPLIERS
+from session_migrator.counting._encodings import ENCODINGS
+from session_migrator.counting._tokens import FAMILY_MULTIPLIERS
+from session_migrator.models._names import normalize_model_name, route_name, spelling_key
+from session_migrator.models._tokenizers import EXACT_ENCODINGS
 
 REPO = Path(__file__).parents[2]
 SCRIPT = REPO / "scripts" / "build_model_table.py"
@@ -42,6 +43,10 @@ def test_size(table: dict[str, Any]) -> None:
     assert table["counts"]["models"] == len(rows)
     assert table["counts"]["providers"] >= 100
     assert table["counts"]["listings"] >= 3_000  # (provider, model) listings folded into rows
+
+
+def test_the_models_layer_names_the_encodings_the_counting_layer_loads() -> None:
+    assert set(EXACT_ENCODINGS) == set(ENCODINGS)
 
 
 def test_every_row_keeps_its_contract(table: dict[str, Any]) -> None:

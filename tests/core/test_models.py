@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from session_migrator import UnknownModelError, _live, _model_table, _models
+from session_migrator import UnknownModelError
 from session_migrator._errors import SessionMigratorError
-from session_migrator._models import (
+from session_migrator.models import _live
+from session_migrator.models import _lookup as _models
+from session_migrator.models import _table as _model_table
+from session_migrator.models._lookup import (
     infer_tokenizer,
     known_models,
     load_overrides,
@@ -21,7 +24,7 @@ from session_migrator._models import (
     route_name,
     unregister_model,
 )
-from session_migrator._windows import ModelWindow
+from session_migrator.models._windows import ModelWindow
 
 
 @pytest.fixture(autouse=True)

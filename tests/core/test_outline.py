@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from session_migrator import ExtractiveSummarizer, Message, ModelWindow, ToolCall, migrate
-from session_migrator._cues import AGREES, ASKS, CLOSES, DONE, FAILED, FAREWELL, cue_bits
 from session_migrator._demo import demo_messages
-from session_migrator._outline import HEADINGS
-from session_migrator._tokens import TiktokenCounter
+from session_migrator.counting._tokens import TiktokenCounter
 from session_migrator.importers import import_claude_code
+from session_migrator.summaries._cues import AGREES, ASKS, CLOSES, DONE, FAILED, FAREWELL, cue_bits
+from session_migrator.summaries._outline import HEADINGS
 
 COUNTER = TiktokenCounter()
 FIXTURES = Path(__file__).resolve().parents[1] / "importers" / "fixtures"

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from session_migrator import InvalidMessageError, Message, ModelWindow, Session, ToolCall
-from session_migrator._migrate import Plan, migrate, plan, resolve_target
-from session_migrator._tokens import counter_for
-from session_migrator._windows import DEFAULT_OUTPUT_FRACTION, DEFAULT_SAFETY_MARGIN, Budget
+from session_migrator.counting._tokens import counter_for
+from session_migrator.migration._migrate import migrate, plan, resolve_target
+from session_migrator.migration._report import Plan
+from session_migrator.models._windows import DEFAULT_OUTPUT_FRACTION, DEFAULT_SAFETY_MARGIN, Budget
 
 
 def target(
@@ -214,7 +215,7 @@ REAL_MODELS = [
 
 @pytest.mark.parametrize("name", REAL_MODELS)
 def test_real_model_names_plan_and_migrate(name: str) -> None:
-    models = pytest.importorskip("session_migrator._models")
+    models = pytest.importorskip("session_migrator.models._lookup")
     window = models.lookup_model(name)
     messages = session()
     p = plan(messages, name)
@@ -239,7 +240,7 @@ def test_real_model_names_plan_and_migrate(name: str) -> None:
 
 
 def test_gpt5_input_cap_is_the_budget() -> None:
-    pytest.importorskip("session_migrator._models")
+    pytest.importorskip("session_migrator.models._lookup")
     p = plan(session(), "gpt-5")
     assert p.window.max_input_tokens < p.window.context_window
     assert p.budget.tokens == p.window.max_input_tokens

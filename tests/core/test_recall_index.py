@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from session_migrator import Message, ModelWindow, _bm25, _fts, migrate
-from session_migrator._bm25 import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
+from session_migrator import Message, ModelWindow, migrate
+from session_migrator.recall import _bm25, _fts
+from session_migrator.recall._bm25 import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
 
 WORDS = "alpha beta gamma locker lockers code coding port ported server invoice flight".split()
 RARE = "zeta theta kappa sigma omega".split()

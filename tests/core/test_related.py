@@ -22,7 +22,7 @@ from session_migrator import (
     counter_for,
     migrate,
 )
-from session_migrator._related import MAX_EXCERPTS, RELATED_SHARE, check_scope
+from session_migrator.recall._related import MAX_EXCERPTS, RELATED_SHARE, check_scope
 from session_migrator.store import (
     BaseSessionStore,
     arelated_sessions,

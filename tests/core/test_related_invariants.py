@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from session_migrator import BudgetError, Message, ModelWindow, RelatedSession, RelatedSessions
-from session_migrator._migrate import migrate
-from session_migrator._related import RELATED_SHARE, RelatedExcerpts
-from session_migrator._result import latest_user_text
-from session_migrator._rules import chat_rule_violations
-from session_migrator._tokens import counter_for
+from session_migrator.counting._tokens import counter_for
+from session_migrator.fitting._result import latest_user_text
+from session_migrator.messages._rules import chat_rule_violations
+from session_migrator.migration._migrate import migrate
+from session_migrator.recall._related import RELATED_SHARE, RelatedExcerpts
 from tests.core.test_invariants import STRATEGIES, _snapshot, sessions, targets
 
 START = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from session_migrator import ContentPart, Message, ToolCall
-from session_migrator._rules import chat_rule_violations, is_valid_chat
+from session_migrator.messages._rules import chat_rule_violations, is_valid_chat
 
 
 def sys(text: str = "Be brief.") -> Message:

@@ -19,9 +19,11 @@ from session_migrator import (
     TiktokenCounter,
     ToolCall,
 )
-from session_migrator._migrate import migrate
-from session_migrator._rules import chat_rule_violations
-from session_migrator._strategies import (
+from session_migrator.counting._tokens import BaseCounter, TokenCounter, counter_for
+from session_migrator.fitting._truncate import truncate_message
+from session_migrator.messages._rules import chat_rule_violations
+from session_migrator.migration._migrate import migrate
+from session_migrator.migration._strategies import (
     AutoStrategy,
     CompressionResult,
     Compressor,
@@ -30,9 +32,7 @@ from session_migrator._strategies import (
     TrimStrategy,
     get_strategy,
 )
-from session_migrator._summarizers import ExtractiveSummarizer, Summary
-from session_migrator._tokens import BaseCounter, TokenCounter, counter_for
-from session_migrator._truncate import truncate_message
+from session_migrator.summaries._summarizers import ExtractiveSummarizer, Summary
 
 O200K = counter_for("o200k_base")
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from session_migrator import Message, ModelWindow, SummarizerError
-from session_migrator._migrate import migrate
-from session_migrator._summarizers import OpenAISummarizer
-from session_migrator._tokens import counter_for
+from session_migrator.counting._tokens import counter_for
+from session_migrator.migration._migrate import migrate
+from session_migrator.summaries._summarizers import OpenAISummarizer
 
 pytest.importorskip("openai")
 

@@ -9,8 +9,16 @@ from importlib.resources import files
 
 import pytest
 
-from session_migrator import Message, ModelWindow, ToolCall, counter_for, messages_from_openai
-from session_migrator._migrate import migrate
+from session_migrator import (
+    ContentPart,
+    Message,
+    ModelWindow,
+    ToolCall,
+    counter_for,
+    messages_from_openai,
+)
+from session_migrator.fitting._tiers import shrunk_output
+from session_migrator.migration._migrate import migrate
 
 COUNTER = counter_for("o200k_base")
 STRATEGIES = ("trim", "summarize", "recall", "auto")
@@ -124,3 +132,26 @@ def test_parallel_tool_results_over_the_room_are_each_cut_in_proportion() -> Non
     shares = [a / b for a, b in zip(after, before, strict=True)]
     assert max(shares) < 1.5 * min(shares), shares
     assert sum(after) >= 0.9 * (result.report.budget - 40)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_tool_outputs_in_text_blocks_shrink_as_strings_do(strategy: str) -> None:
+    """A tool result given as content blocks (as MCP tools return it) shrinks like a string:
+    its turns are kept, only its text is cut; an image in a result keeps it whole."""
+    plain = _agent_session()
+    blocks = [
+        m.replace(content=tuple(ContentPart("text", line) for line in m.text.split("\n", 1)))
+        if m.role == "tool"
+        else m
+        for m in plain
+    ]
+    total = COUNTER.count_messages(blocks)
+    result = migrate(blocks, _window(total // 3), strategy=strategy, reserve_output=0)
+    assert result.report.dropped_ids == result.report.summarized_ids == []
+    shrunk = [m for m in result.messages if m.role == "tool" and m.marker]
+    assert shrunk
+    assert all(_TOOL_MARKER.search(m.text) or _CUT.search(m.text) for m in shrunk)
+    assert result.report.tokens_after <= total // 3
+    image = ContentPart("image", data={"type": "image_url", "image_url": {"url": "x"}})
+    tool = blocks[3].replace(content=(*blocks[3].content, image))
+    assert shrunk_output(tool, 400) is None

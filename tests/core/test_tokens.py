@@ -23,11 +23,10 @@ from session_migrator import (
     TokenCount,
     TokenCounter,
     ToolCall,
-    _encodings,
-    _tokens,
     calibrate,
 )
-from session_migrator._tokens import (
+from session_migrator.counting import _encodings, _tokens
+from session_migrator.counting._tokens import (
     FAMILY_MULTIPLIERS,
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,

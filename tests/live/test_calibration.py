@@ -11,16 +11,17 @@ from typing import Any
 
 import pytest
 
-from session_migrator import Message, _calibration, _tokens, lookup_model, migrate
-from session_migrator._calibration import (
+from session_migrator import Message, lookup_model, migrate
+from session_migrator.counting import _calibration, _tokens
+from session_migrator.counting._calibration import (
     calibrate,
     calibration_factor,
     calibration_path,
     reset_calibration,
 )
-from session_migrator._online_counters import AnthropicCounter
-from session_migrator._recalibration import recalibrate_from_exact
-from session_migrator._tokens import FAMILY_MULTIPLIERS, EstimatingCounter, counter_for
+from session_migrator.counting._online_counters import AnthropicCounter
+from session_migrator.counting._recalibration import recalibrate_from_exact
+from session_migrator.counting._tokens import FAMILY_MULTIPLIERS, EstimatingCounter, counter_for
 
 
 def forget_memory() -> None:
@@ -68,7 +69,7 @@ def test_calibration_is_seen_by_another_process() -> None:
     calibrate("gemini-2.5-pro", estimated=200, observed=180)
     script = textwrap.dedent(
         """
-        from session_migrator._tokens import calibration_factor
+        from session_migrator.counting._tokens import calibration_factor
         print(calibration_factor("gemini-2.5-pro"))
         """
     )

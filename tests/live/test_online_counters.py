@@ -16,8 +16,12 @@ from typing import Any
 import pytest
 
 from session_migrator import Message, MissingDependencyError, ToolCall
-from session_migrator._online_counters import AnthropicCounter, GeminiCounter, online_counter_for
-from session_migrator._tokens import EstimatingCounter, TokenCounter
+from session_migrator.counting._online_counters import (
+    AnthropicCounter,
+    GeminiCounter,
+    online_counter_for,
+)
+from session_migrator.counting._tokens import EstimatingCounter, TokenCounter
 
 ANTHROPIC_KEY = "sk-ant-test-dummy"
 GEMINI_KEY = "gemini-test-dummy"
@@ -164,7 +168,7 @@ def test_the_count_cache_is_shared_across_processes(
     script = textwrap.dedent(
         f"""
         from session_migrator import Message
-        from session_migrator._online_counters import AnthropicCounter
+        from session_migrator.counting._online_counters import AnthropicCounter
         c = AnthropicCounter("claude-opus-4-7", api_key="x", base_url={server.url!r},
                              cache_path={str(db)!r})
         print(c.count_message(Message("user", {HELLO_TEXT!r})), c.exact, c.requests)

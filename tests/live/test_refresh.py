@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from session_migrator import _live
-from session_migrator._live import (
+from session_migrator.models import _live
+from session_migrator.models._live import (
     cache_path,
     is_stale,
     lookup_cached,
     refresh,
     stale_hint,
 )
-from session_migrator._model_names import normalize_model_name
+from session_migrator.models._names import normalize_model_name
 
 
 def norm(name: str) -> str:
@@ -345,7 +345,7 @@ def test_an_api_key_is_sent_as_a_bearer_token(serve: Any) -> None:
 
 
 def test_the_lookup_uses_the_cache_between_overrides_and_the_table(serve: Any) -> None:
-    from session_migrator._models import lookup_model, register_model, unregister_model
+    from session_migrator.models._lookup import lookup_model, register_model, unregister_model
 
     offline = lookup_model("gpt-4o")
     assert offline.source.startswith("bundled:")

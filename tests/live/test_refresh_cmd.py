@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from session_migrator._live import cache_path
 from session_migrator.cli._refresh_cmd import add_refresh_arguments, run_refresh
+from session_migrator.models._live import cache_path
 
 MODELS = {"data": [{"id": "qwen3-coder", "max_model_len": 262144}, {"id": "no-window"}]}
 

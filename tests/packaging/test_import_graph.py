@@ -1,8 +1,10 @@
-"""No import cycles among the three packages' modules, lazy imports inside functions included.
+"""The core's layers, and no import cycles among the three packages' modules.
 
-Every module is parsed with ``ast``; an edge is any ``import`` or ``from ... import`` that runs
-(at module level or inside a function), not one under ``if TYPE_CHECKING:``. A cycle, even one
-kept apart by an import inside a function, means two layers that cannot be read or changed apart.
+Every module is parsed with ``ast``; an edge is any ``import`` or ``from ... import``, at module
+level, inside a function or under ``if TYPE_CHECKING:`` (a lower layer that names an upper
+layer's class for its annotations still depends on it). A cycle, even one kept apart by an
+import inside a function, means two modules that cannot be read or changed apart; an import from
+a higher layer (see :data:`LAYERS` and ``docs/design.md``) means a layer that is not one.
 """
 
 from __future__ import annotations
@@ -13,6 +15,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The core's layers, lowest first: a module imports only modules of its own layer and lower.
+#: A module at the core's root is in the layer its name maps to, else in ``surfaces``.
+LAYERS = (
+    "base",  # the errors, configuration, redaction, the deadline, the digest memo, the version
+    "messages",
+    "models",
+    "counting",
+    "summaries",
+    "fitting",
+    "recall",
+    "migration",
+    "store",
+    "sessions",
+    "importers",
+    "mcp",
+    "surfaces",  # the public API (the package), the CLI, the demo, the MCP server, the adapters
+)
+#: The core's folders whose layer has another name.
+FOLDERS = {"cli": "surfaces"}
+BASE = {"_errors", "_config", "_redact", "_deadline", "_digest_memo", "_version"}
 PACKAGES = {
     "session_migrator": ROOT / "shared" / "session_migrator",
     "langchain_session_migrator": ROOT / "langchain_session_migrator",
@@ -31,26 +53,9 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def _type_checking_only(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import that runs, at any depth, skipping ``if TYPE_CHECKING:`` bodies."""
-    out: list[ast.Import | ast.ImportFrom] = []
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            out.append(node)
-        if isinstance(node, ast.If) and _type_checking_only(node):
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return out
+    """Every import, at any depth (``if TYPE_CHECKING:`` bodies included)."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
 
 
 def _known(name: str, known: dict[str, Path]) -> str | None:
@@ -117,6 +122,43 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def layer(module: str) -> str:
+    """The layer of ``module`` (see :data:`LAYERS`)."""
+    parts = module.split(".")
+    if parts[0] != "session_migrator" or len(parts) == 1:
+        return "surfaces"
+    if parts[1] in BASE:
+        return "base"
+    folder = FOLDERS.get(parts[1], parts[1])
+    return folder if folder in LAYERS else "surfaces"
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of a module from a higher layer than its own."""
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    return sorted(
+        f"{m} ({layer(m)}) imports {t} ({layer(t)})"
+        for m, targets in graph.items()
+        for t in targets
+        if rank[layer(t)] > rank[layer(m)]
+    )
+
+
+def test_every_core_module_is_in_a_layer_and_the_root_holds_a_dozen() -> None:
+    root = [p for p in PACKAGES["session_migrator"].glob("*.py") if p.stem != "__init__"]
+    assert len(root) <= 12, sorted(p.stem for p in root)
+    folders = {p.parent.name for p in PACKAGES["session_migrator"].rglob("*.py")}
+    assert {FOLDERS.get(f, f) for f in folders - {"session_migrator"}} <= set(LAYERS), folders
+    for package in folders - {"session_migrator"}:
+        init = PACKAGES["session_migrator"] / package / "__init__.py"
+        assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), init
+
+
+def test_no_layer_imports_a_higher_one() -> None:
+    found = upward(edges(modules()))
+    assert not found, "imports from a higher layer:\n" + "\n".join(found)
+
+
 def test_no_import_cycles_even_through_imports_inside_functions() -> None:
     found = cycles(edges(modules()))
     assert not found, (
@@ -129,11 +171,12 @@ def test_no_import_cycles_even_through_imports_inside_functions() -> None:
     ("source", "expected"),
     [
         ("def f():\n    from session_migrator import _b\n", True),  # a lazy import counts
-        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import _b\n", False),
+        # an annotation's import counts too
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import _b\n", True),
         ("from ._b import x\n", True),
     ],
 )
-def test_the_check_sees_lazy_imports_and_skips_type_checking_ones(
+def test_the_check_sees_lazy_and_type_checking_imports(
     tmp_path: Path, source: str, expected: bool
 ) -> None:
     a, b = tmp_path / "_a.py", tmp_path / "_b.py"
@@ -141,3 +184,14 @@ def test_the_check_sees_lazy_imports_and_skips_type_checking_ones(
     b.write_text("def g():\n    import session_migrator._a\n")
     known = {"session_migrator._a": a, "session_migrator._b": b}
     assert bool(cycles(edges(known))) is expected
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    low, high = tmp_path / "_low.py", tmp_path / "_high.py"
+    low.write_text("def f():\n    from session_migrator.migration import _high\n")
+    high.write_text("")
+    known = {"session_migrator.messages._low": low, "session_migrator.migration._high": high}
+    assert upward(edges(known)) == [
+        "session_migrator.messages._low (messages) imports "
+        "session_migrator.migration._high (migration)"
+    ]

@@ -38,7 +38,8 @@ def private_imports(path: Path) -> list[str]:
 def test_the_check_sees_a_private_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(
-        "from session_migrator._migrate import default_counter\nimport session_migrator._fit\n"
+        "from session_migrator.migration._migrate import default_counter\n"
+        "import session_migrator.fitting._fit\n"
         "from session_migrator import migrate\nfrom session_migrator.store import open_store\n"
     )
     assert len(private_imports(sample)) == 2

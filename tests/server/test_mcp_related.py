@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from session_migrator._mcp_tools import ArgumentError, SessionTools
+from session_migrator.mcp._tools import ArgumentError, SessionTools
 from tests.core.test_related import QUESTION, filled_sqlite
 
 Connect = Callable[..., AbstractAsyncContextManager[Any]]

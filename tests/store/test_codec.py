@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_migrator import ContentPart, Message, ToolCall
-from session_migrator._messages import Role
+from session_migrator.messages._messages import Role
 from session_migrator.store import _codec
 from session_migrator.store._offload import offload
 

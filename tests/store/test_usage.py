@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from session_migrator import Message, ModelWindow
-from session_migrator._tokens import counter_for
-from session_migrator._windows import Budget
+from session_migrator.counting._tokens import counter_for
+from session_migrator.models._windows import Budget
 from session_migrator.store import BaseSessionStore, usage
 
 StoreFactory = Callable[..., BaseSessionStore]

@@ -1,4 +1,4 @@
-"""Message vectors (hybrid recall's, see session_migrator._hybrid) on every backend.
+"""Message vectors (hybrid recall's, see session_migrator.recall._hybrid) on every backend.
 
 ``put_vectors`` / ``get_vectors`` keep a message's vector by its id and the embedding model's
 key, beside the message: never for a message the session does not hold, gone with the message

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator._errors import InvalidMessageError
-from session_migrator._messages import Message, messages_from_openai
-from session_migrator._nesting import MAX_NESTING
+from session_migrator.messages._messages import Message, messages_from_openai
+from session_migrator.messages._nesting import MAX_NESTING
 
 
 class CliError(Exception):

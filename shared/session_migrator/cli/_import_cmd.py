@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from session_migrator._errors import ImportFormatError
-from session_migrator._messages import messages_to_openai
 from session_migrator.cli._common import CliError, add_window_option, json_text, print_json, table
 from session_migrator.importers import FORMATS, ImportResult, find_session_files, import_file
+from session_migrator.messages._messages import messages_to_openai
 
 if TYPE_CHECKING:
-    from session_migrator._migrate import MigrationResult
+    from session_migrator.migration._report import MigrationResult
     from session_migrator.store import BaseSessionStore
 
 _STRATEGIES = ("auto", "trim", "summarize", "recall")
@@ -162,7 +162,7 @@ def _migrate_and_write(
     migration = None
     messages = list(result.session.messages)
     if args.model:
-        from session_migrator._migrate import migrate, resolve_target
+        from session_migrator.migration._migrate import migrate, resolve_target
 
         migration = migrate(
             result.session,

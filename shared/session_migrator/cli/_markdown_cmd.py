@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 
 from session_migrator._errors import SessionNotFoundError
-from session_migrator._memory_doc import DEFAULT_MAX_CHARS, export_markdown
-from session_migrator._messages import Session
 from session_migrator.cli._common import CliError, print_json, whole_number, write_text
 from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
+from session_migrator.messages._messages import Session
 from session_migrator.store import open_store
+from session_migrator.summaries._memory_doc import DEFAULT_MAX_CHARS, export_markdown
 
 
 def add_markdown_options(parser: argparse.ArgumentParser) -> None:

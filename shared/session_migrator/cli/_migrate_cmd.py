@@ -7,9 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from session_migrator._messages import messages_to_openai
 from session_migrator._redact import redact_secrets
-from session_migrator._strategies import STRATEGIES
 from session_migrator.cli._common import (
     CliError,
     add_window_option,
@@ -20,6 +18,8 @@ from session_migrator.cli._common import (
 )
 from session_migrator.cli._recall_options import add_recall_scope, related_for_file, related_row
 from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
+from session_migrator.messages._messages import messages_to_openai
+from session_migrator.migration._strategies import STRATEGIES
 
 
 def register(sub: Any) -> None:
@@ -66,7 +66,7 @@ def register(sub: Any) -> None:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
-    from session_migrator._migrate import migrate, resolve_target
+    from session_migrator.migration._migrate import migrate, resolve_target
 
     to_stdout = args.output == "-"
     if to_stdout and args.json:

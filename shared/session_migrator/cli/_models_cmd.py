@@ -16,10 +16,6 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from session_migrator._migrate import resolve_target
-from session_migrator._models import bundled_note, known_models
-from session_migrator._tokens import REPLY_PRIMING, counter_for
-from session_migrator._windows import Budget, ModelWindow
 from session_migrator.cli._common import (
     CliError,
     add_window_option,
@@ -29,6 +25,10 @@ from session_migrator.cli._common import (
     whole_number,
 )
 from session_migrator.cli._refresh_cmd import add_refresh_arguments, run_refresh
+from session_migrator.counting._tokens import REPLY_PRIMING, counter_for
+from session_migrator.migration._migrate import resolve_target
+from session_migrator.models._lookup import bundled_note, known_models
+from session_migrator.models._windows import Budget, ModelWindow
 
 __all__ = ["MODELS_ACTIONS", "register"]
 

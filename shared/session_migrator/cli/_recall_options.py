@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from session_migrator._related import SCOPES
 from session_migrator.cli._common import CliError
+from session_migrator.recall._related import SCOPES
 
 if TYPE_CHECKING:
-    from session_migrator._migrate import MigrationReport
-    from session_migrator._related import RelatedSessions
+    from session_migrator.migration._report import MigrationReport
+    from session_migrator.recall._related import RelatedSessions
     from session_migrator.store import BaseSessionStore
 
 __all__ = ["add_recall_scope", "related_for_file", "related_from_args", "related_row"]

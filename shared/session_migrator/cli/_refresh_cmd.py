@@ -11,8 +11,8 @@ import argparse
 import os
 import sys
 
-from session_migrator._live import DEFAULT_SOURCES, KINDS, RefreshResult, refresh
 from session_migrator.cli._common import print_json, table
+from session_migrator.models._live import DEFAULT_SOURCES, KINDS, RefreshResult, refresh
 
 __all__ = ["add_refresh_arguments", "run_refresh"]
 

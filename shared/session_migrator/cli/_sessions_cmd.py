@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator._errors import InvalidMessageError, SessionNotFoundError
-from session_migrator._messages import Message, messages_from_openai
-from session_migrator._strategies import STRATEGIES
 from session_migrator.cli._common import (
     CliError,
     add_window_option,
@@ -36,6 +34,8 @@ from session_migrator.cli._markdown_cmd import (
     run_markdown_export,
 )
 from session_migrator.cli._recall_options import add_recall_scope, related_from_args
+from session_migrator.messages._messages import Message, messages_from_openai
+from session_migrator.migration._strategies import STRATEGIES
 from session_migrator.store import BaseSessionStore, SessionInfo, _codec, open_store
 
 NATIVE_KEY = "session_migrator_export"
@@ -245,8 +245,8 @@ def _message_table(
 
 
 def _fit(store: BaseSessionStore, args: argparse.Namespace, messages: list[Message]) -> Any:
-    from session_migrator._migrate import migrate, resolve_target
-    from session_migrator._tokens import counter_for
+    from session_migrator.counting._tokens import counter_for
+    from session_migrator.migration._migrate import migrate, resolve_target
     from session_migrator.store import usage
     from session_migrator.store._usage import cached_counter
 
@@ -458,7 +458,7 @@ def run_delete(args: argparse.Namespace) -> int:
 def _unpaired(messages: list[Message]) -> list[str]:
     """The ids of the tool results without their call and the calls without all their results
     (the newest call, which may still get its results, excepted)."""
-    from session_migrator._units import broken_for_good
+    from session_migrator.fitting._units import broken_for_good
 
     return [messages[i].id for i in broken_for_good(messages)]
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from session_migrator.cli._common import CliError
 
 if TYPE_CHECKING:
-    from session_migrator._summarizers import OpenAISummarizer
+    from session_migrator.summaries._summarizers import OpenAISummarizer
 
 _SETTINGS = {
     "--summarizer-model": "summarizer_model",
@@ -46,7 +46,7 @@ def summarizer_from_args(args: argparse.Namespace) -> OpenAISummarizer | None:
         if given:
             raise CliError(f"{', '.join(given)}: these configure --summarizer openai; add it")
         return None
-    from session_migrator._summarizers import OpenAISummarizer
+    from session_migrator.summaries._summarizers import OpenAISummarizer
 
     key: str | None = None
     if args.summarizer_api_key_env:

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator._errors import ImportFormatError
-from session_migrator._messages import ContentPart, Session, ToolCall
 from session_migrator.importers._common import (
     LAST_ENTRY_KEY,
     SHAPE_ERRORS,
@@ -54,6 +53,7 @@ from session_migrator.importers._common import (
     text_or_parts,
     text_part,
 )
+from session_migrator.messages._messages import ContentPart, Session, ToolCall
 
 __all__ = ["import_claude_code"]
 

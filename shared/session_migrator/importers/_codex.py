@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from session_migrator._errors import ImportFormatError
-from session_migrator._messages import ContentPart, Role, Session, ToolCall
 from session_migrator.importers._common import (
     LAST_ENTRY_KEY,
     TIMESTAMPS_KEY,
@@ -51,6 +50,7 @@ from session_migrator.importers._common import (
     text_or_parts,
     text_part,
 )
+from session_migrator.messages._messages import ContentPart, Role, Session, ToolCall
 
 __all__ = ["import_codex"]
 

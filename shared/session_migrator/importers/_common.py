@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator._errors import ImportFormatError
-from session_migrator._messages import MARKER_KEY, ContentPart, Message, Role, ToolCall
 from session_migrator.importers._import_result import LAST_ENTRY_KEY, TIMESTAMPS_KEY, ImportResult
+from session_migrator.messages._messages import MARKER_KEY, ContentPart, Message, Role, ToolCall
 
 __all__ = [
     "LAST_ENTRY_KEY",

@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from session_migrator._messages import MARKER_KEY, Message, Session
+from session_migrator.messages._messages import MARKER_KEY, Message, Session
 
 if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore

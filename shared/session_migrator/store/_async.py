@@ -12,7 +12,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from session_migrator._messages import Message
+from session_migrator.messages._messages import Message
 from session_migrator.store._types import MigrationRecord, SessionInfo, StoredSummary
 
 if TYPE_CHECKING:

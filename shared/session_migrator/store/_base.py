@@ -19,8 +19,8 @@ from typing import Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from session_migrator._errors import SessionNotFoundError, StoreError
-from session_migrator._message_ids import storage_ids
-from session_migrator._messages import Message
+from session_migrator.messages._messages import Message
+from session_migrator.messages._storage_ids import storage_ids
 from session_migrator.store import _codec
 from session_migrator.store._async import AsyncMixin
 from session_migrator.store._guard import check_id, guard_class
@@ -125,7 +125,8 @@ class BaseSessionStore(NoVectors, AsyncMixin, ABC):
         derived is not the caller's: such a message is always stored (the same words said
         twice are two messages), unless ``idempotency_key`` names the batch: the same batch
         sent again under the same key is stored once (see
-        :func:`~session_migrator._message_ids.storage_ids`). The call is atomic: after a crash
+        :func:`~session_migrator.messages._storage_ids.storage_ids`). The call is atomic: after a
+        crash
         either all of its new messages are stored or none, and it reads nothing of the
         session (its cost does not grow with the session). With ``offload_threshold`` set, a
         large tool output is stored as a preview (see :mod:`session_migrator.store._offload`;

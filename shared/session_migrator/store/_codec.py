@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from session_migrator._errors import StoreError
-from session_migrator._messages import ContentPart, Message, Role, ToolCall
+from session_migrator.messages._messages import ContentPart, Message, Role, ToolCall
 
 __all__ = [
     "INDEX_KEY_BYTES",

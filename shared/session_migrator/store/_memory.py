@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from session_migrator._errors import SessionNotFoundError
-from session_migrator._messages import Message
+from session_migrator.messages._messages import Message
 from session_migrator.store import _codec
 from session_migrator.store._base import BaseSessionStore, Clock, Record
 from session_migrator.store._types import (

@@ -12,8 +12,8 @@ A message is stored whole when its preview would not be shorter than its text.
 
 from __future__ import annotations
 
-from session_migrator._messages import MARKER_KEY, Message
-from session_migrator._tokens import counter_for
+from session_migrator.counting._tokens import counter_for
+from session_migrator.messages._messages import MARKER_KEY, Message
 
 __all__ = ["HEAD_CHARS", "OFFLOADED_KIND", "TAIL_CHARS", "is_offloaded", "offload"]
 

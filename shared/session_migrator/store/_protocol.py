@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Protocol, Self, runtime_checkable
 
-from session_migrator._messages import Message
+from session_migrator.messages._messages import Message
 from session_migrator.store._types import MigrationRecord, SessionInfo, StoredSummary
 
 __all__ = ["SessionStore", "SyncSessionStore"]

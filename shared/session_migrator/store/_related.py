@@ -20,8 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from session_migrator._messages import Message
-from session_migrator._related import RecallScope, RelatedSession, RelatedSessions, check_scope
+from session_migrator.messages._messages import Message
+from session_migrator.recall._related import (
+    RecallScope,
+    RelatedSession,
+    RelatedSessions,
+    check_scope,
+)
 from session_migrator.store._protocol import SessionStore, SyncSessionStore
 from session_migrator.store._types import SessionInfo, sort_sessions
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from session_migrator._messages import Message
-from session_migrator._tokens import BaseCounter, counter_for
-from session_migrator._windows import Budget, ModelWindow
+from session_migrator.counting._tokens import BaseCounter, counter_for
+from session_migrator.messages._messages import Message
+from session_migrator.models._windows import Budget, ModelWindow
 from session_migrator.store._protocol import SyncSessionStore
 
 __all__ = ["Usage", "cached_counter", "usage"]
@@ -66,7 +66,7 @@ class Usage:
 def _window(model: str | ModelWindow) -> ModelWindow:
     if isinstance(model, ModelWindow):
         return model
-    from session_migrator._models import lookup_model
+    from session_migrator.models._lookup import lookup_model
 
     return lookup_model(model)
 
@@ -107,7 +107,7 @@ def usage(
     session_tokens = counter.count_messages(messages)
     active = messages
     if strategy is not None:
-        from session_migrator._migrate import migrate
+        from session_migrator.migration._migrate import migrate
 
         active = migrate(messages, window, strategy=strategy, counter=counter).messages
     tokens = counter.count_messages(active)

@@ -1,6 +1,6 @@
 """Message vectors in the stores: ``get_vectors`` and ``put_vectors`` of every backend.
 
-Hybrid recall (:mod:`session_migrator._hybrid`) embeds each message once; the vector is kept
+Hybrid recall (:mod:`session_migrator.recall._hybrid`) embeds each message once; the vector is kept
 beside the message, keyed by the message id and the embedding model's key, as little-endian
 float32 bytes (``dims * 4`` bytes a message and model, plus the keys). A vector is derived
 data: it goes when its message goes (deleted, erased, purged, its session deleted), a vector

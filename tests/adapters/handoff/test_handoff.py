@@ -17,7 +17,7 @@ from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 
 from langchain_session_migrator import FittedChatMessageHistory, messages_to_core
 from llamaindex_session_migrator import SessionMigratorMemory, from_chat_messages
-from session_migrator._rules import is_valid_chat
+from session_migrator.messages._rules import is_valid_chat
 
 pytestmark = [
     # llama-index workflows inspect agents with inspect.getmembers, which reads pydantic's

@@ -32,7 +32,7 @@ from langchain_session_migrator import (
     window_for,
 )
 from session_migrator import Budget, Message, TiktokenCounter
-from session_migrator._migrate import default_counter
+from session_migrator.migration._migrate import default_counter
 
 FILLER = "The quarterly report covers revenue, churn, hiring and the roadmap in detail. "
 
@@ -119,7 +119,7 @@ def tokens_sent(messages: Sequence[BaseMessage], counter: Any) -> int:
 
 
 def _o200k() -> Any:
-    from session_migrator._encodings import get_encoding  # the bundled file, read offline
+    from session_migrator.counting._encodings import get_encoding  # the bundled file, read offline
 
     encoding = get_encoding("o200k_base")
     assert encoding is not None

@@ -19,7 +19,7 @@ from langchain_core.runnables import ConfigurableField, RunnableLambda
 
 from langchain_session_migrator import FittedHistoryFactory, ModelWatcher
 from session_migrator import TiktokenCounter
-from session_migrator._calibration import calibration_factor
+from session_migrator.counting._calibration import calibration_factor
 
 MODES = ("invoke", "stream", "ainvoke", "astream")
 PROMPT = ChatPromptTemplate.from_messages(

@@ -28,7 +28,7 @@ from langchain_session_migrator import (
 )
 from langchain_session_migrator._convert import LANGCHAIN_KEY, storable
 from session_migrator import ContentPart, InvalidMessageError, Message, ToolCall
-from session_migrator._messages import MARKER_KEY
+from session_migrator.messages._messages import MARKER_KEY
 from session_migrator.store import open_store
 
 # -- strategies ----------------------------------------------------------------------------------

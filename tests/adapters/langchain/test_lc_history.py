@@ -18,7 +18,7 @@ from langchain_session_migrator import (
     window_for,
 )
 from session_migrator import EstimatingCounter, TiktokenCounter, UnknownModelError
-from session_migrator._messages import MARKER_KEY
+from session_migrator.messages._messages import MARKER_KEY
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from langchain_core.runnables import ConfigurableField
 from langchain_session_migrator import window_for
 from langchain_session_migrator._models import model_map, model_name
 from session_migrator import ModelWindow, UnknownModelError
-from session_migrator._models import lookup_model
+from session_migrator.models._lookup import lookup_model
 
 
 def test_profile_of_an_unknown_name_gives_the_window(kit: Any) -> None:

@@ -13,7 +13,7 @@ from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 
 from llamaindex_session_migrator import SessionMigratorMemory, from_chat_messages
-from session_migrator._rules import is_valid_chat
+from session_migrator.messages._rules import is_valid_chat
 
 MemoryFactory = Callable[..., SessionMigratorMemory]
 LLMFactory = Callable[..., Any]

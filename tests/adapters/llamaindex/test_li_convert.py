@@ -28,7 +28,7 @@ from llamaindex_session_migrator import (
     to_chat_messages,
 )
 from session_migrator import Message, ToolCall, messages_from_openai
-from session_migrator._rules import is_valid_chat
+from session_migrator.messages._rules import is_valid_chat
 from session_migrator.store._codec import message_from_json, message_to_json
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))

@@ -19,7 +19,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llamaindex_session_migrator import SessionMigratorMemory, from_chat_messages
-from session_migrator._rules import is_valid_chat
+from session_migrator.messages._rules import is_valid_chat
 
 MemoryFactory = Callable[..., SessionMigratorMemory]
 LLMFactory = Callable[..., Any]

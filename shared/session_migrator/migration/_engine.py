@@ -1,0 +1,471 @@
+"""The engine behind every strategy: one pass that lays out, fits, recalls and summarizes.
+
+The strategies in :mod:`session_migrator.migration._strategies` are configurations of
+:class:`_Engine`
+(which summarizer, whether to recall, what share of the room each gets); the invariants they all
+keep are listed there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from session_migrator._errors import BudgetError
+from session_migrator.counting._tokens import REPLY_PRIMING, TokenCounter
+from session_migrator.fitting._fit import fit_recent, grow_recent
+from session_migrator.fitting._lead import note, note_reserve, summary_message
+from session_migrator.fitting._result import CompressionResult, broken_note, latest_user_text
+from session_migrator.fitting._tiers import given_back, shrink_tool_outputs, with_shrunk
+from session_migrator.fitting._truncate import truncate_message
+from session_migrator.fitting._units import Layout, build_units, cut_messages, is_step_result
+from session_migrator.fitting._working import (
+    check_turn_kept,
+    current_turn,
+    shrink_current_turn,
+    turn_kept,
+    turn_squeezed,
+)
+from session_migrator.messages._messages import Message
+from session_migrator.migration._steady import Steady, again, ids_without
+from session_migrator.recall._embeddings import active
+from session_migrator.recall._when import about_the_past, day_tokens, when_line
+from session_migrator.summaries._summarizers import Summarizer, Summary
+
+#: The share of the room recall may take when the question is about the past.
+PAST_RECALL_SHARE = 0.7
+#: The room kept for the lead's line on when the recalled turns were said.
+WHEN_RESERVE = 80
+#: The most room a summary of the cut part is given, however large the window: past this, turns
+#: kept verbatim are worth more than more summary (a user's turns are summarized last).
+SUMMARY_MAX_TOKENS = 4_096
+#: The smallest room the conversation needs after the system prompt.
+MIN_CONVERSATION_TOKENS = 24
+_ELLIPSIS = "[...]"
+
+
+@dataclass
+class _Engine:
+    summarizer: Summarizer | None
+    recall: bool
+    summary_share: float
+    recall_share: float
+    name: str
+    max_summary_tokens: int = SUMMARY_MAX_TOKENS
+
+    def run(
+        self,
+        messages: Sequence[Message],
+        budget: int,
+        counter: TokenCounter,
+        query: str | None,
+        previous_summary: Summary | None,
+        layout: Layout | None = None,
+    ) -> CompressionResult:
+        if layout is None:
+            layout = build_units(messages, [counter.count_message(m) for m in messages])
+        fallbacks: list[str] = []
+        notes: list[str] = []
+        system, system_truncated = self._fit_system(messages, layout, budget, counter)
+        system_cost = sum(counter.count_message(m) for m in system)
+        available = budget - REPLY_PRIMING - system_cost
+        if layout.counted_from and not _newest_counted_enough(layout, messages, available):
+            # the counted newest units alone do not show where the fit stops (unusual: broken
+            # messages among them, or one huge turn): count the rest
+            layout = build_units(
+                messages,
+                [counter.count_message(m) for m in messages],
+                keep_pending=layout.keep_pending,
+            )
+        if layout.broken:
+            notes.append(broken_note(len(layout.broken)))
+        originals: dict[str, Message] = {}
+        shrunk_at: dict[int, Message] = {}  # (the same originals, by position)
+        in_turn: dict[int, Message] = {}  # (those of the current turn)
+        searched = messages  # what recall ranks: the messages as given, tool outputs whole
+        turn = current_turn(messages, layout)  # (the unit the agent's current turn opens)
+        if layout.counted_from or layout.units_cost > available:
+            # the first tier: older turns' tool outputs shrink before any turn is left out (a
+            # ledger's shrunk view keeps its cut between fits in a cache of its own: see
+            # _tiers); then, when the current turn alone is over, its own (see _working)
+            start = layout.units[turn].indices[0] if turn < len(layout.units) else len(messages)
+            tiered = shrink_tool_outputs(messages, layout, available, counter, start)
+            if tiered is not None:
+                messages, layout, shrunk_at = tiered
+            working = shrink_current_turn(messages, layout, turn, available, counter)
+            if working is not None:
+                messages, layout, in_turn = working
+                shrunk_at.update(in_turn)
+                if layout.cache is not None:
+                    layout.cache.pop("steady", None)  # (a kept cut of older turns goes first)
+            originals = {m.id: m for m in shrunk_at.values()}
+        if layout.units_cost <= available and not layout.counted_from:
+            # everything but the broken messages fits; what is sent opens with a user message
+            # all the same (Anthropic and Gemini reject a conversation the model's turn opens)
+            units = layout.units
+            first = next((k for k, u in enumerate(units) if u.starts_turn), 0)
+            if first:
+                before = sum(len(u.indices) for u in units[:first])
+                notes.append(f"left out {before} message(s) before the first user message")
+            kept = [messages[i] for u in units[first:] for i in u.indices]
+            whole = self._result(
+                messages, system, None, [], kept, None, [], system_truncated, fallbacks, notes
+            )
+            return given_back(whole, originals, budget, counter) if originals else whole
+        if query is None:
+            query = latest_user_text(messages)
+        # a question that names a day is searched by that day's token too; one about the past
+        # gives recall most of the room the newest turns would take
+        days = day_tokens(query, messages[-1].timestamp) if self.recall and messages else []
+        past = self.recall and (bool(days) or about_the_past(query))
+        if self.recall and not past and (hybrid := active()) is not None:
+            # with an embedding model: the turn most like the question is an old one
+            past = hybrid.asks_about_the_past(searched, layout, query, counter, available // 2)
+        search = " ".join([query, *days])
+        summary_share = min(self.summary_share, 0.1) if past else self.summary_share
+        recall_share = max(self.recall_share, PAST_RECALL_SHARE) if past else self.recall_share
+        # (a kept cut keeps its split of the room: a new question is answered within it)
+        steady_key = (self.name, budget, tuple(layout.system), system_cost)
+        # where a cut is kept between fits (a ledger's, with slack): None, cut afresh each time
+        # (not while the current turn is shrunk: older turns give way first, so cut afresh)
+        keeps = layout.cache if layout.slack > 0 and not system_truncated and not in_turn else None
+        if keeps is not None:
+            held = keeps.get("steady")
+            if isinstance(held, Steady) and held.key == steady_key:
+                reused = again(
+                    self.name,
+                    self.recall,
+                    held,
+                    messages,
+                    layout,
+                    system_cost,
+                    budget,
+                    counter,
+                    search,
+                    searched,
+                )
+                if reused is not None:
+                    return with_shrunk(reused, originals, counter) if originals else reused
+
+        extra_room = self._extras_reserve(available, summary_share, recall_share)
+        reserve = int((available - extra_room) * layout.slack) if keeps is not None else 0
+        try:
+            # the room is too small to leave any free, then to hold a summary or recall
+            tries = dict.fromkeys([(extra_room, reserve), (extra_room, 0), (0, 0)])
+            for attempt, (extra_room, reserve) in enumerate(tries):
+                try:
+                    recent = fit_recent(
+                        messages, layout, available - extra_room - reserve, counter, turn, shrunk_at
+                    )
+                    break
+                except ValueError:
+                    if attempt == len(tries) - 1:
+                        raise
+        except ValueError as exc:  # not even the newest user message, cut down, fits
+            newest = max(k for k, u in enumerate(layout.units) if u.starts_turn)
+            smallest = counter.count_message(
+                messages[layout.units[newest].indices[0]].replace(content=_ELLIPSIS)
+            )
+            raise BudgetError(
+                f"a budget of {budget} tokens cannot hold the newest user message even cut "
+                "down; choose a larger model or reserve fewer output tokens",
+                budget=budget,
+                needed=max(budget + 1, budget - (available - extra_room) + smallest),
+            ) from exc
+        if recent.truncated_ids and extra_room:
+            # the newest turn was cut inside: a summary or recall never needs more room than
+            # the part left out takes (often little or nothing), so the cut-down turn gets the
+            # rest, as in trim
+            newest_cut = (k for r in reversed(recent.cut) for k in reversed(r))
+            left = _cost_up_to(layout, messages, counter, newest_cut, extra_room)
+            need = left + note_reserve(messages, layout, counter) if left else 0
+            if need < extra_room:
+                recent = fit_recent(
+                    messages, layout, available - need - reserve, counter, turn, shrunk_at
+                )
+        if (extra_room or reserve) and turn_squeezed(recent, layout, turn, messages):
+            # the current turn's work comes before a summary, recall or free room
+            reserve = 0
+            recent = fit_recent(messages, layout, available, counter, turn, shrunk_at)
+        if not turn_kept(recent, layout, turn, messages):
+            whole_system = sum(counter.count_message(messages[i]) for i in layout.system)
+            fixed = REPLY_PRIMING + whole_system
+            check_turn_kept(recent, layout, turn, messages, budget, fixed, counter, shrunk_at)
+        room = available - recent.cost - reserve
+
+        recalled: list[Message] = []
+        recalled_at: list[int] = []
+        recall_room = recalled_cost = grew = 0
+        if self.recall and any(recent.cut):
+            note_room = note_reserve(messages, layout, counter)
+            # (the lead says on which days the recalled turns were said: room for that line)
+            when_room = (
+                WHEN_RESERVE if messages[-1].timestamp and available > 10 * WHEN_RESERVE else 0
+            )
+            recall_room = (
+                room - when_room - max(note_room, self._summary_room(available, summary_share))
+            )
+            # imported here: recall brings numpy in, which a fit without it does not need
+            from session_migrator.recall._recall import fill_turns, recall_turns
+
+            recalled, recalled_at, recalled_cost = recall_turns(
+                messages,
+                layout,
+                recent.cut,
+                recall_room,
+                counter,
+                search,
+                incremental=len([r for r in recent.cut if r]) == 1 and layout.contiguous,
+                searched=searched,
+            )
+            room -= recalled_cost
+            # what recall left goes to turns, not to the summary (which keeps its own
+            # room): the newest turns before the cut take it, down to the newest recalled
+            # turn (the lead keeps its reserve)
+            grown = grow_recent(
+                messages,
+                layout,
+                recent,
+                recall_room - recalled_cost,
+                counter,
+                recalled_at[-1] if recalled_at else -1,
+            )
+            grew = grown.cost - recent.cost
+            room -= grew
+            recent = grown
+            # what neither took (the newest turns stop at the newest recalled one) goes to
+            # the newest cut turns not recalled, so the budget is used
+            more, more_cost = fill_turns(
+                messages, layout, recent.cut, recall_room - recalled_cost - grew, counter,
+                recalled_at,
+            )  # fmt: skip
+            if more:
+                recalled_at = sorted(recalled_at + more)
+                recalled = [messages[i] for i in recalled_at]
+                recalled_cost += more_cost
+                room -= more_cost
+
+        # the summary covers the whole cut stretch (recalled turns too), so that its range is
+        # contiguous and the next call can extend it with only the newly cut messages
+        cut, span = cut_messages(messages, layout, recent.cut)
+        if recalled:
+            recalled_ids = {m.id for m in recalled}
+            left_out = [m for m in cut if m.id not in recalled_ids]
+        else:
+            left_out = cut
+        lead: Message | None = None
+        summary: Summary | None = None
+        covered: list[Message] = []
+        if left_out:
+            # the days the recalled turns were said on, and how long the session was idle
+            when, when_cost = "", 0
+            for shown in (6, 3, 1, 0) if messages[-1].timestamp else ():
+                when = when_line(recalled, messages, shown)
+                when_cost = counter.count_text(when) + 2 if when else 0
+                if when_cost <= WHEN_RESERVE:
+                    break
+                when, when_cost = "", 0
+            if self.summarizer is not None:
+                lead, summary = summary_message(
+                    self.summarizer,
+                    messages,
+                    cut,
+                    room - when_cost,
+                    counter,
+                    previous_summary,
+                    fallbacks,
+                )
+                covered = left_out if summary is not None else []
+            if lead is None:
+                lead = note(left_out, room - when_cost, counter)
+            if lead is not None and when:
+                dated = lead.replace(content=f"{lead.text}\n{when}")
+                if counter.count_message(dated) <= room:
+                    lead = dated
+        result = self._result(
+            messages,
+            system,
+            lead,
+            recalled,
+            recent.messages,
+            summary,
+            covered,
+            system_truncated + recent.truncated_ids,
+            fallbacks,
+            notes,
+            # when the cut part is one slice with no system or broken message in it, the
+            # messages left out of the result are ``left_out``: no need to walk them all
+            ids_without(layout.ids, span, recalled_at) if span is not None else None,
+        )
+        total = counter.count_messages(result.messages)
+        if total > budget:  # pragma: no cover - guarded by construction; a bug if reached
+            raise AssertionError(f"{self.name} produced {total} tokens for a budget of {budget}")
+        result = replace(result, tokens=total)
+        if originals and keeps is None:
+            return given_back(result, originals, budget, counter)
+        if originals:  # a kept cut's free room stays free (its slack): nothing is given back
+            result = with_shrunk(result, originals, counter)
+        if keeps is None:
+            return result
+        if span is None or recent.truncated_ids or recent.cut != (range(recent.first_unit),):
+            keeps.pop("steady", None)  # a cut the next fits cannot extend
+        else:
+            keeps["steady"] = Steady(
+                steady_key,
+                recent.first_unit,
+                layout.units[recent.first_unit].indices[0],
+                system,
+                lead,
+                counter.count_message(lead) if lead is not None else 0,
+                summary,
+                span,
+                recall_room,
+                grew,
+                query,
+                recalled,
+                recalled_at,
+                recalled_cost,
+                result,
+            )
+        return result
+
+    # -- pieces ------------------------------------------------------------------------------
+
+    def _summary_room(self, available: int, summary_share: float) -> int:
+        """The room a summary of the cut part is given: its share, at most
+        ``max_summary_tokens`` (none without a summarizer)."""
+        if self.summarizer is None:
+            return 0
+        return min(int(available * summary_share), self.max_summary_tokens)
+
+    def _extras_reserve(self, available: int, summary_share: float, recall_share: float) -> int:
+        extras = self._summary_room(available, summary_share)
+        if self.recall:
+            extras += int(available * recall_share)
+        minimum = min(64, available // 4)
+        return max(minimum, extras)
+
+    def _fit_system(
+        self, messages: Sequence[Message], layout: Layout, budget: int, counter: TokenCounter
+    ) -> tuple[list[Message], list[str]]:
+        system = [messages[i] for i in layout.system]
+        costs = [counter.count_message(m) for m in system]
+        limit = budget - REPLY_PRIMING - MIN_CONVERSATION_TOKENS
+
+        def smallest() -> int:
+            """What the system prompt takes at the least: each message cut down to "[...]"."""
+            return sum(
+                min(cost, counter.count_message(m.replace(content=_ELLIPSIS)))
+                for m, cost in zip(system, costs, strict=True)
+            )
+
+        if limit < 0:
+            raise BudgetError(
+                f"a budget of {budget} tokens cannot hold any conversation; choose a larger "
+                "model or reserve fewer output tokens",
+                budget=budget,
+                needed=REPLY_PRIMING + MIN_CONVERSATION_TOKENS + smallest(),
+            )
+        if sum(costs) <= limit or not system:
+            return system, []
+        # the system prompt alone is over the budget: cut it to half the room, or to what a
+        # smaller conversation leaves; the small messages kept whole and the large ones sharing
+        # the rest (max-min fair)
+        newest = range(len(layout.units) - 1, -1, -1)
+        rest = _cost_up_to(layout, messages, counter, newest, limit - limit // 2)
+        target_total = max(limit // 2, limit - rest, 0)
+        shares = [0] * len(system)
+        remaining = target_total
+        by_size = sorted(range(len(system)), key=lambda k: costs[k])
+        for position, k in enumerate(by_size):
+            shares[k] = min(costs[k], remaining // (len(system) - position))
+            remaining -= shares[k]
+        truncated: list[str] = []
+        out: list[Message] = []
+        for m, share in zip(system, shares, strict=True):
+            try:
+                new = truncate_message(m, share, counter)
+            except ValueError as exc:
+                raise BudgetError(
+                    f"a budget of {budget} tokens cannot hold the system prompt even cut down; "
+                    "choose a larger model",
+                    budget=budget,
+                    needed=max(
+                        budget + 1, REPLY_PRIMING + MIN_CONVERSATION_TOKENS + 2 * smallest()
+                    ),
+                ) from exc
+            if new is not m:
+                truncated.append(m.id)
+            out.append(new)
+        return out, truncated
+
+    def _result(
+        self,
+        messages: Sequence[Message],
+        system: list[Message],
+        lead: Message | None,
+        recalled: list[Message],
+        recent: list[Message],
+        summary: Summary | None,
+        covered: list[Message],
+        truncated: list[str],
+        fallbacks: list[str],
+        notes: list[str],
+        left_out_ids: list[str] | None = None,
+    ) -> CompressionResult:
+        summarized = [m.id for m in covered] if summary is not None else []
+        if left_out_ids is not None:
+            # every non-system message that is not kept is left out (the caller knows)
+            dropped = [] if summary is not None else left_out_ids
+        else:
+            kept = {m.id for m in recalled} | {m.id for m in recent}
+            summarized_set = set(summarized)
+            dropped = [
+                m.id
+                for m in messages
+                if m.role != "system" and m.id not in kept and m.id not in summarized_set
+            ]
+        return CompressionResult(
+            messages=system + ([lead] if lead is not None else []) + recalled + recent,
+            dropped_ids=dropped,
+            summarized_ids=summarized,
+            recalled_ids=[m.id for m in recalled],
+            truncated_ids=truncated,
+            summary=summary,
+            fallbacks=fallbacks,
+            notes=notes,
+        )
+
+
+def _cost_up_to(
+    layout: Layout,
+    messages: Sequence[Message],
+    counter: TokenCounter,
+    units: Iterable[int],
+    enough: int,
+) -> int:
+    """What the ``units`` (indices, in the order given) cost, counted only until the sum reaches
+    ``enough`` (the rest need not be counted, nor tokenized, to know it is at least that)."""
+    total = 0
+    for k in units:
+        total += layout.unit_cost(layout.units[k], messages, counter)
+        if total >= enough:
+            break
+    return total
+
+
+def _newest_counted_enough(layout: Layout, messages: Sequence[Message], budget: int) -> bool:
+    """Whether a fit reads no uncounted cost: the counted newest units alone are over
+    ``budget`` and hold the start of the newest turn in the user's own words (a step's result
+    sent as a user message does not start one).
+    """
+    total = 0
+    turn = False
+    for unit in reversed(layout.units):
+        if unit.indices[0] < layout.counted_from:
+            return False
+        total += unit.cost
+        turn = turn or (unit.starts_turn and not is_step_result(messages[unit.indices[0]]))
+        if total > budget and turn:
+            return True
+    return False

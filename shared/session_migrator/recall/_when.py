@@ -1,0 +1,127 @@
+"""When things were said: the dates recall searches by, and the words that show a question is
+about the past.
+
+A turn's search text carries a token for the day it was said (:func:`day_token`); a question
+that names a day ("what did I book on 3 March?", "March 3", "2026-03-03", "yesterday") is
+searched by the same token (:func:`day_tokens`), so the turns of that day rank first. A question
+about the past (:func:`about_the_past`) gives recall most of the room the newest turns would
+take.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
+
+from session_migrator.messages._messages import Message
+
+__all__ = ["about_the_past", "day_token", "day_tokens", "gap_note", "when_line"]
+
+_MONTH_NAMES = (
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+    ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+    ("october", "oct"), ("november", "nov"), ("december", "dec"),
+)  # fmt: skip
+_MONTHS = {name: k for k, names in enumerate(_MONTH_NAMES, 1) for name in names}
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DAY = r"([0-3]?\d)(?:st|nd|rd|th)?"
+_DAY_MONTH = re.compile(rf"\b{_DAY}(?:\s+of)?\s+({_MONTH})\b\.?", re.I)
+_MONTH_DAY = re.compile(rf"\b({_MONTH})\.?\s+{_DAY}\b", re.I)
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_RELATIVE = re.compile(r"\b(yesterday|today|this morning|last night)\b", re.I)
+_PAST = re.compile(
+    r"\b(did|was|were|had|earlier|previous(?:ly)?|last time|back then|ago|"
+    r"remind me|remember|recall|told you|you said|i said|we (?:talked|spoke|discussed)|"
+    r"what (?:was|were)|which (?:one|day)|in the end|ended up|booked|picked|chose|"
+    r"yesterday|last (?:week|month|year|night))\b",
+    re.I,
+)
+
+
+def day_token(when: datetime) -> str:
+    """The search token of a day (month and day: a question names a day without its year)."""
+    return f"smday{when.month:02d}{when.day:02d}"
+
+
+def _dates(question: str, now: datetime | None) -> list[date]:
+    out: list[date] = []
+    for day, month in _DAY_MONTH.findall(question):
+        out += _valid(2000, _MONTHS[month.lower()], int(day))
+    for month, day in _MONTH_DAY.findall(question):
+        out += _valid(2000, _MONTHS[month.lower()], int(day))
+    for year, month, day in _ISO.findall(question):
+        out += _valid(int(year), int(month), int(day))
+    if now is not None:
+        for word in _RELATIVE.findall(question):
+            back = 0 if word.lower() in ("today", "this morning") else 1
+            out.append((now - timedelta(days=back)).date())
+    return out
+
+
+def _valid(year: int, month: int, day: int) -> list[date]:
+    try:
+        return [date(year, month, day)]
+    except ValueError:
+        return []
+
+
+def day_tokens(question: str, now: datetime | None = None) -> list[str]:
+    """The day tokens of the days ``question`` names (``now``: when it is asked, for
+    "yesterday" and "today")."""
+    seen: dict[str, None] = {}
+    for d in _dates(question, now):
+        seen.setdefault(f"smday{d.month:02d}{d.day:02d}", None)
+    return list(seen)
+
+
+def about_the_past(question: str) -> bool:
+    """Whether ``question`` asks about something said before (its words, or a day it names)."""
+    return bool(_PAST.search(question) or _DAY_MONTH.search(question) or _ISO.search(question)) or (
+        bool(_MONTH_DAY.search(question))
+    )
+
+
+def show_day(when: datetime) -> str:
+    """A day as a note shows it: ``Tue 3 Mar 2026``."""
+    return f"{when:%a} {when.day} {when:%b %Y}"
+
+
+def gap_note(messages: Sequence[Message]) -> str | None:
+    """``last active 9 days ago`` when the newest message comes more than a day after the
+    one before it (both with times), else ``None``."""
+    if len(messages) < 2:
+        return None
+    newest, before = messages[-1].timestamp, messages[-2].timestamp
+    if newest is None or before is None:
+        return None
+    gap = newest - before
+    if gap < timedelta(days=1):
+        return None
+    days = gap.days
+    return f"last active {days} day{'s' if days != 1 else ''} ago, on {show_day(before)}"
+
+
+def when_line(recalled: Sequence[Message], messages: Sequence[Message], days_shown: int = 6) -> str:
+    """What a lead note says of time: the session's idle gap before the newest message, if
+    any, and the days the recalled messages were said on (those of another day than the
+    newest message's)."""
+    gap = gap_note(messages)
+    parts: list[str] = [f"This session was {gap}."] if gap else []
+    newest = messages[-1].timestamp if messages else None
+    today = newest.date() if newest else None
+    days: dict[str, int] = {}
+    for m in recalled:
+        if m.timestamp is not None and m.timestamp.date() != today:
+            label = show_day(m.timestamp)
+            days[label] = days.get(label, 0) + 1
+    if days and days_shown > 0:
+        shown = [f"{n} from {day}" for day, n in list(days.items())[:days_shown]]
+        more = len(days) - len(shown)
+        parts.append(
+            "The earlier messages brought back below, in order: "
+            + ", ".join(shown)
+            + (f" and {more} more days" if more > 0 else "")
+            + "."
+        )
+    return " ".join(parts)

@@ -1,0 +1,449 @@
+"""A store-backed, cached, fitted view of one session: what the framework adapters read.
+
+:class:`SessionFitter` keeps the full log in a session store and answers "the conversation
+fitted to model X" cheaply:
+
+- reading again with nothing new returns the cached result (no tokenization, no store scan);
+- a new message (appended here or by another process) is picked up with one ``load(after=...)``
+  and costs its own tokenization; the per-message counts and the split into units are kept in a
+  :class:`~session_migrator.fitting._fit.Ledger` that grows with the log, so the re-fit walks only
+  the
+  messages it keeps;
+- token counts are persisted in the store, so a reopened session is not re-tokenized;
+- rolling summaries are read from and written to the store (revision-checked);
+- every change of target model is logged in the store's migration log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from session_migrator._errors import ConflictError, SessionNotFoundError
+from session_migrator.counting._tokens import TokenCounter
+from session_migrator.fitting._fits import PendingToolCalls, check_pending
+from session_migrator.fitting._units import Ledger, check_slack
+from session_migrator.messages._messages import Message
+from session_migrator.messages._storage_ids import storage_ids
+from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
+from session_migrator.migration._options import FitOptions
+from session_migrator.migration._report import MigrationResult
+from session_migrator.migration._strategies import Compressor, check_strategy
+from session_migrator.models._windows import ModelWindow
+from session_migrator.recall._embeddings import as_embeddings, session_vectors
+from session_migrator.recall._related import RecallScope, RelatedSessions, check_scope
+from session_migrator.summaries._summarizers import Summarizer, Summary
+
+if TYPE_CHECKING:
+    from session_migrator.store import BaseSessionStore
+
+__all__ = ["DEFAULT_SLACK", "SessionFitter"]
+
+#: The share of the room for the newest turns a cut leaves free (see ``SessionFitter``).
+DEFAULT_SLACK = 0.05
+
+
+@dataclass(frozen=True)
+class _Key:
+    count: int
+    last_id: str | None
+    window: ModelWindow
+    strategy: str
+    reserve_output: int | None
+    extra_reserved: int
+    query: str | None
+    counter: str
+    budget_cap: int | None
+    pending_tool_calls: str
+    related: tuple[object, ...] = ()
+
+
+class SessionFitter:
+    """The fitted view of ``session_id`` in ``store`` (see the module docstring).
+
+    ``store`` is a store object or URL (``None``: the embedded SQLite default). ``strategy`` is
+    ``auto``, ``trim``, ``summarize``, ``recall`` or a compressor; ``summarizer`` is used by
+    ``summarize``/``auto``/``recall``. Thread-safe.
+
+    ``slack``: when the conversation no longer fits, the cut leaves this share of the room for
+    the newest turns free, and later fits keep that cut (the same summary, the same head of the
+    prompt, which keeps a provider's prompt cache warm) while the new messages fit in it; the
+    recalled turns follow each new question. A re-fit after a message then reads only the kept
+    messages' counts. ``0`` cuts afresh at every fit, exactly as :func:`migrate` would.
+
+    ``recall_scope``: ``"user"`` or ``"workspace"`` also recalls from the other sessions of
+    the session's user (its metadata ``user_id``) or workspace
+    (:func:`~session_migrator.store.related_sessions`, read again at each fit: the sessions
+    unchanged since are not loaded again); ``"session"`` (the default) recalls within it only.
+    ``embeddings``: an embedding model for hybrid recall; each message's vector is kept in the
+    store (:mod:`session_migrator.recall._hybrid`).
+
+    >>> from session_migrator import Message
+    >>> fitter = SessionFitter("demo", store="memory://")
+    >>> fitter.append([Message("user", "hello")])
+    >>> [m.text for m in fitter.fit("gpt-4o").messages]
+    ['hello']
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        store: BaseSessionStore | str | None = None,
+        strategy: str | Compressor = "auto",
+        summarizer: Summarizer | None = None,
+        reserve_output: int | None = None,
+        workspace: str = "default",
+        metadata: dict[str, Any] | None = None,
+        slack: float = DEFAULT_SLACK,
+        recall_scope: RecallScope = "session",
+        embeddings: Any = None,
+    ) -> None:
+        self.session_id = session_id
+        # a URL is opened at first use, so that constructing a fitter does no I/O (an async
+        # caller builds one on its event loop, and reads it in a worker thread)
+        self._store: BaseSessionStore | None = (
+            None if store is None or isinstance(store, str) else store
+        )
+        self._store_url = store if store is None or isinstance(store, str) else None
+        check_strategy(strategy)  # (now, not at the first fit)
+        self.strategy = strategy
+        self.summarizer = summarizer
+        self.reserve_output = reserve_output
+        self.workspace = workspace
+        self.metadata = metadata
+        self.slack = check_slack(slack)
+        self.recall_scope = check_scope(recall_scope)
+        self.embeddings = None if embeddings is None else as_embeddings(embeddings)
+        self._related: RelatedSessions | None = None
+        self._lock = threading.RLock()
+        self._messages: list[Message] = []
+        self._ids: set[str] = set()
+        self._loaded = False
+        self._cache: tuple[Hashable, MigrationResult] | None = None
+        self._ledger: tuple[TokenCounter, Ledger] | None = None
+        # per counter name (of the counter that caches): how many leading messages have their
+        # count in the store
+        self._persisted: dict[str, int] = {}
+        self._from_store: set[str] = set()
+        self._last_target: str | None = None
+        self._last_target_loaded = False
+
+    @property
+    def store(self) -> BaseSessionStore:
+        """The session store (a store given as a URL is opened here, at first use)."""
+        store = self._store
+        if store is None:
+            from session_migrator.store import open_store
+
+            with self._lock:
+                store = self._store
+                if store is None:
+                    store = self._store = open_store(self._store_url)
+        return store
+
+    @property
+    def store_is_open(self) -> bool:
+        """Whether :attr:`store` was opened (or given)."""
+        return self._store is not None
+
+    # -- the full log ----------------------------------------------------------------------
+
+    def refresh(self) -> list[Message]:
+        """Pick up what changed in the store since the last read (by anyone: messages
+        appended, or deleted, erased or purged); returns the full log.
+        """
+        from session_migrator.store import MessageNotFoundError
+
+        with self._lock:
+            if not self._loaded:
+                self._messages = list(self.store.load(self.session_id))
+                self._ids = {m.id for m in self._messages}
+                self._loaded = True
+                self._ledger = None
+                self._persisted = {}
+                return self._messages
+            after = self._messages[-1].id if self._messages else None
+            try:
+                new, count = self.store.load_since(self.session_id, after)
+            except MessageNotFoundError:
+                count = -1  # the newest message held here was deleted
+            else:
+                for m in new:
+                    if m.id not in self._ids:
+                        self._ids.add(m.id)
+                        self._messages.append(m)
+            if count != len(self._messages):
+                # someone deleted messages under us: start again from the store
+                self._loaded = False
+                self._cache = None
+                return self.refresh()
+            return self._messages
+
+    @property
+    def messages(self) -> list[Message]:
+        """The full log (a copy), oldest first."""
+        return list(self.refresh())
+
+    def append(self, messages: Sequence[Message]) -> None:
+        """Append to the store (idempotent by id) and to the cached log, as the store keeps
+        them (an offloaded tool output as its preview, as every other reader sees it)."""
+        if not messages:
+            return
+        messages = storage_ids(messages)  # the ids the store keeps (a derived one is not)
+        with self._lock:
+            self.refresh()
+            self.store.append(
+                self.session_id, messages, workspace=self.workspace, metadata=self.metadata
+            )
+            stored_form = self.store.stored_form
+            for m in messages:
+                if m.id not in self._ids:
+                    self._ids.add(m.id)
+                    self._messages.append(stored_form(m))
+
+    def clear(self) -> None:
+        """Delete the session from the store and forget the cache."""
+        with self._lock:
+            self.store.delete_session(self.session_id)
+            self._messages = []
+            self._ids = set()
+            self._cache = None
+            self._ledger = None
+            self._persisted = {}
+            self._last_target = None
+            self._last_target_loaded = True
+
+    # -- the fitted view -------------------------------------------------------------------
+
+    def fit(
+        self,
+        target: str | ModelWindow,
+        *,
+        query: str | None = None,
+        extra_reserved: int = 0,
+        counter: TokenCounter | None = None,
+        budget_cap: int | None = None,
+        pending_tool_calls: PendingToolCalls = "drop",
+    ) -> MigrationResult:
+        """The conversation fitted to ``target`` (cached until the log or the target changes).
+
+        ``extra_reserved`` tokens are held back from the target's budget (e.g. for a retrieved
+        context); ``budget_cap`` caps the budget (e.g. a framework's own history limit);
+        ``pending_tool_calls`` as for :func:`~session_migrator.migrate` (``"keep"``: the newest
+        tool call stays while its results have not come, for a caller appending them next).
+        """
+        window = resolve_target(target)
+        with self._lock:
+            messages = self.refresh()
+            strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
+            counter = counter or default_counter(window)
+            related = self._related_sessions()
+            key = _Key(
+                len(messages),
+                messages[-1].id if messages else None,
+                window,
+                strategy_name,
+                self.reserve_output,
+                extra_reserved,
+                query,
+                counter.name,
+                budget_cap,
+                check_pending(pending_tool_calls),
+                _related_key(related),
+            )
+            if self._cache is not None and self._cache[0] == key:
+                return self._cache[1]
+            ledger = self._ledger_for(messages, counter)
+            previous = self._stored_summary()
+            options = FitOptions(
+                strategy=self.strategy,
+                query=query,
+                summarizer=self.summarizer,
+                reserve_output=self.reserve_output,
+                counter=counter,
+                previous_summary=previous[0] if previous else None,
+                extra_reserved=extra_reserved,
+                source_model=self._previous_target(),
+                pending_tool_calls=pending_tool_calls,
+                related=related,
+                budget_cap=budget_cap,
+                embeddings=session_vectors(self),
+            )
+            result = fit_messages(ledger.messages, window, options, ledger)
+            try:
+                self._persist_counts(messages, counter)
+                if result.summary is not None:
+                    self._save_summary(result.summary, window.name, strategy_name, previous)
+                self._log(window.name, result)
+            except SessionNotFoundError:
+                # another process deleted the session since it was read: this fit is of what
+                # was read (as if it came first); the next read starts again from the store
+                self._loaded = False
+                self._cache = None
+                return result
+            self._cache = (key, result)
+            return result
+
+    async def afit(
+        self,
+        target: str | ModelWindow,
+        *,
+        query: str | None = None,
+        extra_reserved: int = 0,
+        budget_cap: int | None = None,
+        pending_tool_calls: PendingToolCalls = "drop",
+    ) -> MigrationResult:
+        """:meth:`fit` in a worker thread."""
+        return await asyncio.to_thread(
+            self.fit,
+            target,
+            query=query,
+            extra_reserved=extra_reserved,
+            budget_cap=budget_cap,
+            pending_tool_calls=pending_tool_calls,
+        )
+
+    # -- store bookkeeping -----------------------------------------------------------------
+
+    def _related_sessions(self) -> RelatedSessions | None:
+        """The other sessions recall draws on (``None``: the session scope)."""
+        if self.recall_scope == "session":
+            return None
+        from session_migrator.store import related_sessions
+
+        self._related = related_sessions(
+            self.store, self.session_id, self.recall_scope, previous=self._related
+        )
+        return self._related
+
+    def _ledger_for(self, messages: list[Message], counter: TokenCounter) -> Ledger:
+        """The ledger of ``messages`` by ``counter``, brought up to date (only the messages new
+        since the last fit are counted, their counts read from the store when it has them).
+        """
+        held = self._ledger
+        if (
+            held is None
+            or held[0] is not counter
+            or len(held[1]) > len(messages)
+            or (len(held[1]) and held[1].messages[-1] is not messages[len(held[1]) - 1])
+        ):
+            held = (counter, Ledger(counter.count_message, slack=self.slack))
+            self._ledger = held
+        ledger = held[1]
+        new = messages[len(ledger) :]
+        if new:
+            self._prime_counts(new, counter)
+            ledger.extend(new)
+        return ledger
+
+    def _prime_counts(self, messages: list[Message], counter: TokenCounter) -> None:
+        """Seed ``counter``'s cache with the counts the store has for ``messages``."""
+        owner = getattr(counter, "cache_owner", counter)
+        cached = getattr(owner, "cached", None)
+        prime = getattr(owner, "prime", None)
+        if cached is None or prime is None:
+            return
+        # a message with tool calls is counted afresh: counts stored before the calls' ids were
+        # counted (_tokens) are short by the ids' tokens
+        missing = [m for m in messages if not m.tool_calls and cached(m) is None]
+        if not missing:
+            return
+        stored = self.store.get_token_counts(self.session_id, owner.name, [m.id for m in missing])
+        if stored:
+            prime({m: stored[m.id] for m in missing if m.id in stored})
+            self._from_store.update(stored)
+
+    def _persist_counts(self, messages: list[Message], counter: TokenCounter) -> None:
+        """Write the counts of the messages the store has no count for yet (by the counter that
+        caches them: an estimating counter's o200k counts, valid whatever its calibration).
+        """
+        owner = getattr(counter, "cache_owner", counter)
+        cached = getattr(owner, "cached", None)
+        if cached is None:
+            return
+        start = self._persisted.get(owner.name, 0)
+        fresh: dict[str, int] = {}
+        done = len(messages)
+        for k in range(start, len(messages)):
+            m = messages[k]
+            value = cached(m)
+            if value is None:
+                done = min(done, k)
+            elif m.id not in self._from_store:
+                fresh[m.id] = value
+        if fresh:
+            self.store.put_token_counts(self.session_id, owner.name, fresh)
+        self._persisted[owner.name] = done
+        self._from_store.clear()
+
+    def _stored_summary(self) -> tuple[Summary, int] | None:
+        stored = self.store.get_summary(self.session_id)
+        if stored is None:
+            return None
+        summary = Summary(
+            stored.text, stored.first_id, stored.last_id, stored.covered_count, stored.strategy
+        )
+        return summary, stored.revision
+
+    def _save_summary(
+        self,
+        summary: Summary,
+        model: str,
+        strategy: str,
+        previous: tuple[Summary, int] | None,
+    ) -> None:
+        if previous is not None and previous[0] == summary:
+            return
+        # on a conflict another writer stored a summary first: theirs stands, ours is recomputable
+        with contextlib.suppress(ConflictError):
+            self.store.put_summary(
+                self.session_id,
+                summary.text,
+                first_id=summary.first_id,
+                last_id=summary.last_id,
+                covered_count=summary.covered_count,
+                model=model,
+                strategy=summary.summarizer or strategy,
+                expected_revision=previous[1] if previous else 0,
+            )
+
+    def _previous_target(self) -> str | None:
+        if not self._last_target_loaded:
+            records = self.store.migrations(self.session_id)
+            self._last_target = records[-1].to_model if records else None
+            self._last_target_loaded = True
+        return self._last_target
+
+    def _log(self, model: str, result: MigrationResult) -> None:
+        from session_migrator.store import MigrationRecord
+
+        previous = self._previous_target()
+        if previous == model or not self._messages:
+            return  # nothing moved (an empty session has nothing to log either)
+        report = result.report
+        self.store.log_migration(
+            MigrationRecord(
+                session_id=self.session_id,
+                from_model=previous,
+                to_model=model,
+                tokens_before=report.tokens_before,
+                tokens_after=report.tokens_after,
+                budget=report.budget,
+                strategy=report.strategy,
+                decision=report.decision,
+            )
+        )
+        self._last_target = model
+
+
+def _related_key(related: RelatedSessions | None) -> tuple[object, ...]:
+    """What a fit's cache is keyed by of the other sessions: each one's count and last
+    activity."""
+    if related is None:
+        return ()
+    return (*related.notes, *((s.id, s.message_count, s.updated_at) for s in related.sessions))
