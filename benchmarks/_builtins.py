@@ -11,14 +11,14 @@ from typing import Any
 
 from benchmarks._harness import Context, Record, Samples, repeat, timed
 from session_migrator import Message
-from session_migrator.counting._encodings import get_encoding
-from session_migrator.counting._tokens import (
+from session_migrator.counting._counter import (
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
     TOKENS_PER_TOOL_CALL,
-    TiktokenCounter,
 )
+from session_migrator.counting._encodings import get_encoding
+from session_migrator.counting._tokens import TiktokenCounter
 
 __all__ = ["llamaindex_buffer", "raw_tiktoken", "trim_messages_cell"]
 

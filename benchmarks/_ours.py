@@ -31,7 +31,8 @@ from benchmarks._harness import (
     timed,
 )
 from session_migrator import Message
-from session_migrator.counting._tokens import BaseCounter, TiktokenCounter, counter_for
+from session_migrator.counting._counter import BaseCounter
+from session_migrator.counting._tokens import TiktokenCounter, counter_for
 
 __all__ = ["STORES", "langchain_history", "llamaindex_memory", "migrate_cold"]
 

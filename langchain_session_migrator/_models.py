@@ -35,7 +35,6 @@ from langchain_session_migrator._request import provider_of, requested_output
 from session_migrator import (
     ModelWindow,
     UnknownModelError,
-    infer_tokenizer,
     lookup_model,
     output_reserve,
 )
@@ -145,14 +144,8 @@ def _by_name(name: str, registry: Mapping[str, ModelWindow] | None) -> ModelWind
     if registry and name in registry:
         return registry[name]
     try:
-        return lookup_model(name)
+        return lookup_model(name)  # (init_chat_model's "provider:model" is the core's to read)
     except UnknownModelError as exc:
-        provider, colon, rest = name.partition(":")
-        if colon and rest and "/" not in provider and not name.startswith("ft:"):
-            try:
-                return lookup_model(rest)
-            except UnknownModelError:
-                pass
         raise exc.with_remedy(
             "Give the chat model a profile (profile={'max_input_tokens': N, "
             "'max_output_tokens': M}), pass a session_migrator.ModelWindow where you name the "
@@ -175,32 +168,13 @@ def _provider_of(model: Any) -> str:
 def _from_profile(model: Any, name: str | None, max_input: int, max_output: Any) -> ModelWindow:
     label = name or type(model).__name__
     output = max_output if isinstance(max_output, int) and max_output >= 0 else None
-    known: ModelWindow | None = None
-    if name is not None:
-        try:
-            known = _by_name(name, None)
-        except UnknownModelError:
-            known = None
-    if known is not None:
-        return ModelWindow(
-            name=label,
-            provider=known.provider,
-            context_window=max(known.context_window, max_input),
-            max_input_tokens=max_input,
-            max_output_tokens=output if output is not None else known.max_output_tokens,
-            tokenizer=known.tokenizer,
-            source="profile",
-            as_of=known.as_of,
-        )
-    return ModelWindow(
-        name=label,
-        provider=_provider_of(model),
-        context_window=max_input + (output or 0),
+    return lookup_model(
+        label,
         max_input_tokens=max_input,
         max_output_tokens=output,
-        tokenizer=infer_tokenizer(label),
-        source="profile",
-    )
+        framework="profile",
+        provider=_provider_of(model),
+    ).with_changes(name=label)
 
 
 def input_window(model: Any, *, registry: Mapping[str, ModelWindow] | None = None) -> ModelWindow:

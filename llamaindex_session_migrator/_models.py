@@ -25,7 +25,7 @@ from llama_index.core.base.llms.types import LLMMetadata
 from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUTS
 from llama_index.core.llms import LLM
 
-from session_migrator import ModelWindow, UnknownModelError, infer_tokenizer, lookup_model
+from session_migrator import ModelWindow, UnknownModelError, lookup_model
 from session_migrator import requested_output as core_requested_output
 
 __all__ = [
@@ -72,32 +72,13 @@ def window_from_metadata(metadata: LLMMetadata | Mapping[str, Any]) -> ModelWind
     num_output = _positive(data.get("num_output"))
     # the input LlamaIndex can send beside the max_tokens it asks for (at least one token)
     room = context_window - min(num_output, context_window - 1) if num_output else context_window
-    try:
-        base: ModelWindow | None = lookup_model(name)
-    except (UnknownModelError, ValueError):
-        base = None
-    if base is not None:
-        max_input = (
-            min(base.max_input_tokens, room) if base.context_window == context_window else room
-        )
-        return ModelWindow(
-            name=base.name,
-            provider=base.provider,
-            context_window=context_window,
-            max_input_tokens=max_input,
-            max_output_tokens=num_output if num_output is not None else base.max_output_tokens,
-            tokenizer=base.tokenizer,
-            source="metadata",
-            as_of=base.as_of,
-        )
-    return ModelWindow(
-        name=name,
-        provider=str(data.get("class_name") or "llamaindex"),
+    return lookup_model(
+        name,
         context_window=context_window,
         max_input_tokens=room,
         max_output_tokens=num_output,
-        tokenizer=infer_tokenizer(name),
-        source="metadata",
+        framework="metadata",
+        provider=str(data.get("class_name") or "llamaindex"),
     )
 
 

@@ -29,15 +29,17 @@ from session_migrator._errors import (
 from session_migrator._redact import redact_secrets
 from session_migrator._version import __version__
 from session_migrator.counting._calibration import reset_calibration
+from session_migrator.counting._counter import (
+    TOKENS_PER_MESSAGE,
+    EstimateWarning,
+    TokenCount,
+    TokenCounter,
+)
 from session_migrator.counting._online_counters import AnthropicCounter, GeminiCounter
 from session_migrator.counting._recalibration import recalibrate_from_exact
 from session_migrator.counting._tokens import (
-    TOKENS_PER_MESSAGE,
-    EstimateWarning,
     EstimatingCounter,
     TiktokenCounter,
-    TokenCount,
-    TokenCounter,
     calibrate,
     counter_for,
 )

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_migrator import Message, ToolCall
-from session_migrator.counting._tokens import TiktokenCounter, TokenCounter
+from session_migrator.counting._counter import TokenCounter
+from session_migrator.counting._tokens import TiktokenCounter
 from session_migrator.summaries import _extractive as summarizers
 from session_migrator.summaries._extractive import ExtractiveSummarizer, _reading_cap
 from session_migrator.summaries._outline import Outline

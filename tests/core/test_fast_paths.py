@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_migrator import BudgetError, Message, SessionFitter, ToolCall, migrate
+from session_migrator.counting._counter import memo_get
 from session_migrator.counting._tokens import (
     EstimatingCounter,
     TiktokenCounter,
-    _memo_get,
     calibrate,
     counter_for,
 )
@@ -195,14 +195,14 @@ def test_counting_only_the_newest_messages_changes_nothing(seed: int, strategy: 
         # (a turn here is under 400 tokens), and nothing older (with broken messages among
         # the newest it may count them all: they take room no unit accounts for)
         key = counter._name
-        counted = [m for m in fresh if _memo_get(m, key) is not None and m.role != "system"]
+        counted = [m for m in fresh if memo_get(m, key) is not None and m.role != "system"]
         assert sum(eager.count_message(m) for m in counted) <= budget + 400
         # the counted ones are the newest (system messages, always counted, set apart), but
         # for the oldest turn, whose opening the note on the cut part previews
         others = [m for m in fresh if m.role != "system"]
         newest: list[Message] = []
         for m in reversed(others):
-            if _memo_get(m, key) is None and m.role != "tool":
+            if memo_get(m, key) is None and m.role != "tool":
                 break  # (an old tool output is counted shrunk: its copy is, not itself)
             newest.insert(0, m)
         turn = next((k for k, m in enumerate(others) if k and m.role == "user"), len(others))

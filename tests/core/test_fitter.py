@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from session_migrator import Message, ModelWindow, TiktokenCounter
-from session_migrator.counting._tokens import BaseCounter, TokenCounter, counter_for
+from session_migrator.counting._counter import BaseCounter, TokenCounter
+from session_migrator.counting._tokens import counter_for
 from session_migrator.messages._rules import chat_rule_violations
 from session_migrator.sessions._fitter import SessionFitter
 

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, Phase, assume, event, given, settings
 from hypothesis import strategies as st
 
 from session_migrator import BudgetError, ContentPart, Message, ModelWindow, ToolCall
-from session_migrator.counting._tokens import TokenCounter, counted_exactly, counter_for
+from session_migrator.counting._counter import TokenCounter, counted_exactly
+from session_migrator.counting._tokens import counter_for
 from session_migrator.fitting._tiers import (
     KEEP_NEWEST_TOOL_OUTPUTS,
     TOOL_OUTPUT_CHARS,

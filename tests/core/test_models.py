@@ -537,3 +537,50 @@ def test_ollama_tags_resolve_to_the_base_model(name: str, model: str, window: in
 def test_a_host_tag_is_not_dropped_as_a_routing_tag() -> None:
     assert route_name("phi3:mini") == "phi3-mini"
     assert route_name("openrouter/meta-llama/llama-3.1-8b-instruct:free") == "llama-3.1-8b-instruct"
+
+
+@pytest.mark.parametrize(
+    ("typed", "bare"),
+    [
+        ("ollama:llama3.1:8b", "llama3.1:8b"),
+        ("openai:gpt-4o-mini", "gpt-4o-mini"),
+        ("anthropic:claude-sonnet-4-5", "claude-sonnet-4-5"),
+        ("mistralai:mistral-large-latest", "mistral-large-latest"),
+    ],
+)
+def test_a_frameworks_provider_colon_name_is_the_models_own(typed: str, bare: str) -> None:
+    """LangChain's init_chat_model("provider:model") names resolve in the core's one lookup,
+    for every surface (the CLI, the MCP server, migrate()), as the bare name does."""
+    assert _models.lookup_model(typed) == _models.lookup_model(bare)
+
+
+def test_an_ollama_size_tag_is_not_a_provider() -> None:
+    assert _models.lookup_model("llama3:70b").context_window == 8192
+
+
+def test_a_frameworks_facts_merge_with_the_tables_the_same_way_for_every_adapter() -> None:
+    """The lookup's last source: a framework's facts (a LangChain profile, a LlamaIndex
+    LLM's metadata) keep the table's provider and tokenizer, replace its window where they give
+    one, never lift the table's input cap on the table's own window, and describe alone a
+    model nothing else knows."""
+    table = _models.lookup_model("gpt-5")
+    same = _models.lookup_model("gpt-5", max_input_tokens=table.context_window, framework="profile")
+    assert same.max_input_tokens == table.max_input_tokens  # the cap stays
+    assert (same.provider, same.tokenizer, same.source) == (
+        table.provider,
+        table.tokenizer,
+        "profile",
+    )
+    smaller = _models.lookup_model("gpt-5", context_window=32_000, framework="metadata")
+    assert (smaller.context_window, smaller.max_input_tokens) == (32_000, 32_000)
+    alone = _models.lookup_model(
+        "house-model-7",
+        max_input_tokens=6_000,
+        max_output_tokens=1_000,
+        framework="profile",
+        provider="acme",
+    )
+    assert (alone.context_window, alone.max_input_tokens, alone.provider) == (7_000, 6_000, "acme")
+    assert alone.source == "profile"
+    with pytest.raises(UnknownModelError):
+        _models.lookup_model("house-model-7", framework="profile")

@@ -19,7 +19,8 @@ from session_migrator import (
     TiktokenCounter,
     ToolCall,
 )
-from session_migrator.counting._tokens import BaseCounter, TokenCounter, counter_for
+from session_migrator.counting._counter import BaseCounter, TokenCounter
+from session_migrator.counting._tokens import counter_for
 from session_migrator.fitting._truncate import truncate_message
 from session_migrator.messages._rules import chat_rule_violations
 from session_migrator.migration._migrate import migrate

@@ -26,12 +26,14 @@ from session_migrator import (
     calibrate,
 )
 from session_migrator.counting import _encodings, _tokens
-from session_migrator.counting._tokens import (
-    FAMILY_MULTIPLIERS,
+from session_migrator.counting._counter import (
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
     TOKENS_PER_TOOL_CALL,
+)
+from session_migrator.counting._tokens import (
+    FAMILY_MULTIPLIERS,
     HeuristicCounter,
     counter_for,
     heuristic_tokens,

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 from session_migrator import Message, MissingDependencyError, ToolCall
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.counting._online_counters import (
     AnthropicCounter,
     GeminiCounter,
     online_counter_for,
 )
-from session_migrator.counting._tokens import EstimatingCounter, TokenCounter
+from session_migrator.counting._tokens import EstimatingCounter
 
 ANTHROPIC_KEY = "sk-ant-test-dummy"
 GEMINI_KEY = "gemini-test-dummy"

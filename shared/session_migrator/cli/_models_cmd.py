@@ -25,7 +25,8 @@ from session_migrator.cli._common import (
     whole_number,
 )
 from session_migrator.cli._refresh_cmd import add_refresh_arguments, run_refresh
-from session_migrator.counting._tokens import REPLY_PRIMING, counter_for
+from session_migrator.counting._counter import REPLY_PRIMING
+from session_migrator.counting._tokens import counter_for
 from session_migrator.migration._migrate import resolve_target
 from session_migrator.models._lookup import bundled_note, known_models
 from session_migrator.models._windows import Budget, ModelWindow

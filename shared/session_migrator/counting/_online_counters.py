@@ -43,14 +43,14 @@ from typing import Any, ClassVar, Self
 from session_migrator._config import data_home
 from session_migrator._errors import MissingDependencyError
 from session_migrator._redact import redact_secrets
-from session_migrator.counting._image_tokens import ImageRule, image_rule_for
-from session_migrator.counting._tokens import (
+from session_migrator.counting._counter import (
     REPLY_PRIMING,
     TOKENS_PER_TOOL_CALL,
     BaseCounter,
     TokenCounter,
-    counter_for,
 )
+from session_migrator.counting._image_tokens import ImageRule, image_rule_for
+from session_migrator.counting._tokens import counter_for
 from session_migrator.messages._messages import Message
 from session_migrator.models._tokenizers import infer_tokenizer
 

@@ -11,7 +11,8 @@ import logging
 from collections.abc import Sequence
 
 from session_migrator.counting._calibration import calibration_factor, set_factor
-from session_migrator.counting._tokens import TokenCounter, counter_for
+from session_migrator.counting._counter import TokenCounter
+from session_migrator.counting._tokens import counter_for
 from session_migrator.messages._messages import Message
 from session_migrator.models._table import bundled_name
 from session_migrator.models._tokenizers import infer_tokenizer

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._sections import kept_spans, text_of
 from session_migrator.fitting._truncate import (
     MIN_TRUNCATED_TOKENS,

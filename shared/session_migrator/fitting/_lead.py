@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from session_migrator._errors import SummarizerError
 from session_migrator._redact import redact_secrets
-from session_migrator.counting._tokens import TokenCounter, remembered_count
+from session_migrator.counting._counter import TokenCounter
+from session_migrator.counting._tokens import remembered_count
 from session_migrator.fitting._truncate import truncate_text
 from session_migrator.fitting._units import Layout, stable_id
 from session_migrator.messages._messages import MARKER_KEY, Message

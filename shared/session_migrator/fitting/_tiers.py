@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._result import CompressionResult
 from session_migrator.fitting._sections import cut_around, kept_spans, text_of
 from session_migrator.fitting._truncate import truncate_message

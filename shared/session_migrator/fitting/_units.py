@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.messages._messages import Message
 
 __all__ = [

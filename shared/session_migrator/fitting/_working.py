@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from session_migrator._errors import BudgetError
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fit import Fitted, least_room
 from session_migrator.fitting._tiers import TOOL_OUTPUT_CHARS, counted_newest, shrunk_output
 from session_migrator.fitting._truncate import shorten_call

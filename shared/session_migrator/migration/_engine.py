@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from session_migrator._errors import BudgetError
-from session_migrator.counting._tokens import REPLY_PRIMING, TokenCounter
+from session_migrator.counting._counter import REPLY_PRIMING, TokenCounter
 from session_migrator.fitting._fit import fit_recent, grow_recent
 from session_migrator.fitting._lead import note, note_reserve, summary_message
 from session_migrator.fitting._result import CompressionResult, broken_note, latest_user_text

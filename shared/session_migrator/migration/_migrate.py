@@ -13,13 +13,8 @@ from typing import Any
 
 from session_migrator._errors import BudgetError
 from session_migrator._redact import redact_secrets
-from session_migrator.counting._tokens import (
-    REPLY_PRIMING,
-    TokenCounter,
-    count_all,
-    counted_exactly,
-    counter_for,
-)
+from session_migrator.counting._counter import REPLY_PRIMING, TokenCounter, counted_exactly
+from session_migrator.counting._tokens import count_all, counter_for
 from session_migrator.fitting._fits import PendingToolCalls, repair_fit
 from session_migrator.fitting._result import CompressionResult
 from session_migrator.fitting._units import Ledger, build_units, paired

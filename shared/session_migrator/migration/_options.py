@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls, check_pending
 from session_migrator.migration._strategies import Compressor
 from session_migrator.recall._related import RelatedSession, RelatedSessions

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from session_migrator._errors import BudgetError, OutputReserveError
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls
 from session_migrator.fitting._units import is_step_result
 from session_migrator.messages._messages import ContentPart, Message, as_messages

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from session_migrator.counting._tokens import REPLY_PRIMING, TokenCounter
+from session_migrator.counting._counter import REPLY_PRIMING, TokenCounter
 from session_migrator.fitting._result import CompressionResult, broken_note
 from session_migrator.fitting._units import Layout
 from session_migrator.messages._messages import Message

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._result import CompressionResult, latest_user_text
 from session_migrator.fitting._units import Layout
 from session_migrator.messages._messages import Message

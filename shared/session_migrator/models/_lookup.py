@@ -12,7 +12,13 @@
    ``scripts/build_model_table.py`` from models.dev, LiteLLM's list, hand-checked rows and the
    makers' model cards (``_model_table``: every spelling of one model is one row, with the
    model's own facts; a provider-qualified name such as ``github_copilot/claude-sonnet-4``
-   gets that provider's smaller caps where its listing has them, ``ref`` naming the listing).
+   gets that provider's smaller caps where its listing has them, ``ref`` naming the listing);
+5. a framework's facts (``framework="profile"``, ``"metadata"``: a LangChain chat model's
+   profile, a LlamaIndex LLM's metadata), merged with what the steps above found, or alone for
+   a name they do not know (see :mod:`session_migrator.models._facts`).
+
+Every surface goes through it: ``migrate()``, the fitters, the CLI, the MCP server and both
+adapters (which read the framework's facts and hand them here).
 
 Names are tried in this order (see ``_model_names``): as given (lowercased); with routing
 removed (provider prefixes, Bedrock region and vendor, Vertex ``@`` versions, ``:free``-style
@@ -45,6 +51,7 @@ from typing import Any
 from session_migrator._config import models_override_file
 from session_migrator._errors import SessionMigratorError, UnknownModelError
 from session_migrator.models import _live
+from session_migrator.models._facts import with_framework_facts
 from session_migrator.models._names import (
     name_candidates,
     normalize_model_name,
@@ -298,8 +305,15 @@ def lookup_model(
     max_input_tokens: int | None = None,
     max_output_tokens: int | None = None,
     tokenizer: str | None = None,
+    framework: str | None = None,
+    provider: str | None = None,
 ) -> ModelWindow:
     """The window of model ``name``; see the module doc for the order of sources and names.
+
+    ``framework`` (e.g. ``"profile"``, ``"metadata"``) says the values given are what a
+    framework knows of the model, not overrides: they are merged with the table's facts as
+    :mod:`session_migrator.models._facts` says, and describe alone (with ``provider``) a model
+    nothing else knows; the window's ``source`` is ``framework``.
 
     Explicit values replace the found fields (``source="explicit+<found source>"``); a
     smaller explicit ``context_window`` also caps the input, a larger explicit
@@ -323,6 +337,19 @@ def lookup_model(
         max_output_tokens=max_output_tokens,
     )
     base = _resolve(name)
+    if framework is not None:
+        found = with_framework_facts(
+            name,
+            base,
+            framework,
+            context_window=context_window,
+            max_input_tokens=max_input_tokens,
+            max_output_tokens=max_output_tokens,
+            provider=provider,
+        )
+        if found is None:
+            raise UnknownModelError(name, _suggestions(name))
+        return found
     if base is None:
         window = context_window if context_window is not None else max_input_tokens
         if window is None:

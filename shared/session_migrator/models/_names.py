@@ -35,6 +35,13 @@ _BEDROCK_VENDORS = frozenset(
 #: Routing tags (OpenRouter's :free, :beta, :thinking ..., Ollama's :latest); any other tag is a
 #: size or variant (Ollama's llama3:70b, phi3:mini) and stays as ``-70b``, ``-mini``.
 _TAG = re.compile(r":(?:free|beta|thinking|extended|nitro|floor|online|exacto|latest|default)$")
+#: The providers a framework names before a colon (LangChain's
+#: ``init_chat_model("provider:model")``).
+_FRAMEWORK_PROVIDERS = frozenset(
+    "openai anthropic azure_openai azure_ai google_vertexai google_genai google_anthropic_vertex "
+    "bedrock bedrock_converse cohere fireworks together mistralai huggingface groq ollama "
+    "deepseek ibm nvidia xai perplexity upstage".split()
+)
 _BEDROCK_VERSION = re.compile(r"-v?\d+:\d+$")  # -v1:0, -v2:0, -1:0
 _VERTEX_AT = re.compile(r"@([a-z0-9-]+)$")
 _CLAUDE_LEGACY = re.compile(r"claude-(?:[12](?:[.-]|$)|instant|v\d)")
@@ -53,7 +60,8 @@ _SUFFIXES = (
 def route_name(name: str) -> str:
     """``name`` lowercased, without how it was routed; dates and versions are kept.
 
-    Removes provider prefixes (anything up to the last ``/``), fine-tune wrappers
+    Removes provider prefixes (anything up to the last ``/``, and a framework's ``provider:``
+    such as LangChain's ``ollama:llama3.1:8b``), fine-tune wrappers
     (``ft:BASE:org::id``), Bedrock region and vendor prefixes and API versions (``-v1:0``),
     Vertex ``@`` versions (``@20240620`` becomes ``-20240620``; ``@001``, ``@default`` go),
     ``:free``-style tags; spells Claude ids the way Anthropic does (``claude-3.5-sonnet`` ->
@@ -63,6 +71,9 @@ def route_name(name: str) -> str:
     'claude-3-haiku-20240307'
     """
     s = name.strip().lower().rsplit("/", 1)[-1]
+    head, colon, rest = s.partition(":")
+    if colon and rest and head in _FRAMEWORK_PROVIDERS:  # init_chat_model("ollama:llama3.1:8b")
+        s = rest
     if s.startswith("ft:"):
         s = s.split(":")[1] or s
     s = _TAG.sub("", s)

@@ -14,7 +14,7 @@ from datetime import timedelta
 import numpy as np
 import numpy.typing as npt
 
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._units import Layout, Unit
 from session_migrator.messages._messages import Message
 from session_migrator.recall._bm25 import RelevanceIndex, _runs, rank_by_relevance

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._units import stable_id
 from session_migrator.messages._messages import MARKER_KEY, Message
 from session_migrator.recall._when import about_the_past, day_token, day_tokens

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ConflictError, SessionNotFoundError
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls, check_pending
 from session_migrator.fitting._units import Ledger, check_slack
 from session_migrator.messages._messages import Message

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from session_migrator.counting._tokens import BaseCounter, counter_for
+from session_migrator.counting._counter import BaseCounter
+from session_migrator.counting._tokens import counter_for
 from session_migrator.messages._messages import Message
 from session_migrator.models._windows import Budget, ModelWindow
 from session_migrator.store._protocol import SyncSessionStore

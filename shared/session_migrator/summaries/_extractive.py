@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from itertools import compress
 
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.messages._messages import Message
 from session_migrator.summaries._outline import Outline
 from session_migrator.summaries._outline_items import ROLE_WEIGHT

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from session_migrator._errors import SummarizerError
-from session_migrator.counting._tokens import TokenCounter, counter_for
+from session_migrator.counting._counter import TokenCounter
+from session_migrator.counting._tokens import counter_for
 from session_migrator.messages._messages import Message, Session
 from session_migrator.summaries._notes import (
     DECISION,

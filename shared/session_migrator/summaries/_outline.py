@@ -27,7 +27,8 @@ from array import array
 from collections.abc import Sequence
 from itertools import accumulate, compress
 
-from session_migrator.counting._tokens import DigestMemo, TokenCounter, remembered_count
+from session_migrator.counting._counter import TokenCounter
+from session_migrator.counting._tokens import DigestMemo, remembered_count
 from session_migrator.messages._messages import Message, ToolCall
 from session_migrator.summaries._cues import (
     AGREES,

@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 from session_migrator._deadline import Deadline, DeadlinePassed, retry_wait
 from session_migrator._errors import MissingDependencyError, SummarizerError
 from session_migrator._redact import redact_secrets
-from session_migrator.counting._tokens import TokenCounter
+from session_migrator.counting._counter import TokenCounter
 from session_migrator.messages._messages import Message
 from session_migrator.summaries._extractive import ExtractiveSummarizer
 

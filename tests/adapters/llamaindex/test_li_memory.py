@@ -23,7 +23,7 @@ from llamaindex_session_migrator import (
 from llamaindex_session_migrator._memory_hooks import PromptTokenizer
 from llamaindex_session_migrator._models import DEFAULT_WINDOW
 from session_migrator import Message, ModelWindow, SummarizerError, TiktokenCounter
-from session_migrator.counting._tokens import TOKENS_PER_MESSAGE
+from session_migrator.counting._counter import TOKENS_PER_MESSAGE
 from session_migrator.messages._rules import is_valid_chat
 from session_migrator.migration._migrate import default_counter
 from session_migrator.store import open_store
