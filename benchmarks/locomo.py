@@ -68,7 +68,7 @@ import numpy as np
 
 from benchmarks import _minilm
 from benchmarks.retention import _terms
-from session_migrator import Message, ModelWindow, counter_for, migrate
+from session_migrator import Embeddings, Message, ModelWindow, counter_for, migrate
 
 STRATEGIES = ("trim", "summarize", "recall", "auto")
 BUDGETS = ("4k", "8k", "16k", "10%", "25%", "50%")
@@ -210,12 +210,19 @@ def _conversation(sample: dict[str, Any]) -> Conversation:
 Method = Callable[[list[Message], Message, int], list[Message]]
 
 
-def _ours(strategy: str) -> Method:
+def _ours(strategy: str, embeddings: Embeddings | None = None) -> Method:
     def run(history: list[Message], question: Message, budget: int) -> list[Message]:
         window = ModelWindow("bench", "bench", budget, budget, 0, "o200k_base", "explicit")
         result = migrate(
-            [*history, question], window, strategy=strategy, reserve_output=0, query=question.text
+            [*history, question],
+            window,
+            strategy=strategy,
+            reserve_output=0,
+            query=question.text,
+            embeddings=embeddings,
         )
+        if embeddings is not None and result.report.fallbacks:
+            raise RuntimeError(f"the embeddings fell back: {result.report.fallbacks}")
         return result.messages
 
     return run
@@ -357,6 +364,15 @@ def run(
     for mode in modes:
         for s in strategies:
             methods[s if mode == "plain" else f"{s}, dated"] = (mode, _ours(s))
+    if dense_skip is None:
+        # the library's hybrid recall with the MiniLM as a user's embedding model, through the
+        # public API: each message embedded once (kept in the model's memory), then each
+        # question
+        minilm = Embeddings(_minilm.load().embed, name="all-MiniLM-L6-v2", timeout=600)
+        for mode in modes:
+            for s in [s for s in strategies if s in ("recall", "auto")]:
+                name = f"{s}, embeddings" if mode == "plain" else f"{s}, dated, embeddings"
+                methods[name] = (mode, _ours(s, minilm))
     yardsticks = [BM25, BM25_NEIGHBOURS, DENSE, HYBRID]
     rows = [*methods, *yardsticks, WHOLE]
     evidence: dict[tuple[str, str, int], list[float]] = defaultdict(list)

@@ -25,6 +25,7 @@ from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
     Compressor,
+    Embeddings,
     ModelWindow,
     SessionFitter,
     Summarizer,
@@ -93,6 +94,7 @@ class FittedHistoryFactory:
         workspace: str = "default",
         max_sessions: int = 256,
         slack: float = DEFAULT_SLACK,
+        embeddings: Any = None,
     ) -> None:
         from session_migrator.store import open_store
 
@@ -103,6 +105,7 @@ class FittedHistoryFactory:
         check_strategy(strategy)  # (now, not at the first call)
         self.strategy = strategy
         self.summarizer = as_summarizer(summarizer)
+        self.embeddings = None if embeddings is None else Embeddings.of(embeddings)
         self.model_key = model_key
         self.session_key = session_key
         self.reserve_output = reserve_output
@@ -167,6 +170,7 @@ class FittedHistoryFactory:
             "strategy": self.strategy,
             "summarizer": self.summarizer,
             "reserve_output": self.reserve_output,
+            "embeddings": self.embeddings,
             "registry": dict(self._models),
         }
 
@@ -264,6 +268,7 @@ class FittedHistoryFactory:
                     reserve_output=self.reserve_output,
                     workspace=self.workspace,
                     slack=self.slack,
+                    embeddings=self.embeddings,
                 )
                 state = self._sessions[session_id] = _SessionState(fitter)
             self._sessions.move_to_end(session_id)

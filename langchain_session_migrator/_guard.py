@@ -102,6 +102,7 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         history: SharesGuardSettings | None = None,
         count_tools: bool = True,
         max_summaries: int = 256,
+        embeddings: Any = None,
     ) -> None:
         if not isinstance(model, Runnable):
             raise TypeError(
@@ -118,6 +119,7 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
             ),
             reserve_tokens=reserve_tokens,
             max_summaries=max_summaries,
+            embeddings=embeddings if embeddings is not None else shared.get("embeddings"),
         )
         registry = dict(shared.get("registry", {}))
         registry.update({name: window_for(m) for name, m in model_map(models).items()})

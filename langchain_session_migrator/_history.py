@@ -115,6 +115,7 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
         metadata: dict[str, Any] | None = None,
         slack: float = DEFAULT_SLACK,
         messages: Sequence[BaseMessage] | None = None,
+        embeddings: Any = None,
     ) -> None:
         super().__init__()
         check_store(store)
@@ -127,6 +128,7 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
             workspace=workspace,
             metadata=metadata,
             slack=slack,
+            embeddings=embeddings,
         )
         self._setup(session_id, _SessionState(fitter), watcher, reserve_tokens, None)
         self._owns_store = store is None or isinstance(store, str)
@@ -226,6 +228,7 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
             "strategy": fitter.strategy,
             "summarizer": fitter.summarizer,
             "reserve_output": fitter.reserve_output,
+            "embeddings": fitter.embeddings,
             "registry": {model.name: model} if model is not None else {},
         }
 

@@ -94,6 +94,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         count_tools: bool = True,
         max_summaries: int = 256,
         max_cached_messages: int = 50_000,
+        embeddings: Any = None,
     ) -> None:
         super().__init__()
         self._fitter = RequestFitter(
@@ -103,6 +104,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             reserve_tokens=reserve_tokens,
             max_summaries=max_summaries,
             max_cached_messages=max_cached_messages,
+            embeddings=embeddings,
         )
         self.count_tools = count_tools
         self.tools = []

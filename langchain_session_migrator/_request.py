@@ -194,6 +194,7 @@ class RequestFitter:
         reserve_tokens: int = 0,
         max_summaries: int = 256,
         max_cached_messages: int = 50_000,
+        embeddings: Any = None,
     ) -> None:
         if reserve_tokens < 0:
             raise ValueError(f"reserve_tokens must not be negative, got {reserve_tokens}")
@@ -204,6 +205,7 @@ class RequestFitter:
             reserve_output=reserve_output,
             reserve_tokens=reserve_tokens,
             max_summaries=max_summaries,
+            embeddings=embeddings,
         )
         self.max_cached_messages = max_cached_messages
         self._lock = threading.Lock()

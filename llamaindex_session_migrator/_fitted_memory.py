@@ -120,6 +120,7 @@ class FittedMemory(Memory):
             reserve_input=reserve_input,
             workspace=workspace,
             slack=slack,
+            embeddings=data.pop("embeddings", None),
         )
         if model is None:
             check_llm(llm)
@@ -244,6 +245,7 @@ class FittedMemory(Memory):
             summarizer=options.summarizer,
             reserve_output=options.reserve_output,
             extra_reserved=options.input_reserve(window),
+            embeddings=options.embeddings,
         )
         self._report, self._window, self._source = result.report, window, source
         if result.report.decision == "fits":

@@ -21,6 +21,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import ToolSelection
 
+from llamaindex_session_migrator._memory_options import embeddings_for
 from llamaindex_session_migrator._models import provider_of, requested_output, window_for
 from llamaindex_session_migrator._request_fit import RequestFitter
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
@@ -88,6 +89,7 @@ class FitToModelLLM(FunctionCallingLLM):
         summarizer: Summarizer | LLM | None = None,
         reserve_output: int | None = None,
         reserve_tokens: int = 0,
+        embeddings: Any = None,
         **kwargs: Any,
     ) -> None:
         if not isinstance(llm, LLM):
@@ -115,6 +117,7 @@ class FitToModelLLM(FunctionCallingLLM):
             ),
             reserve_output=reserve_output,
             reserve_tokens=reserve_tokens,
+            embeddings=embeddings_for(embeddings),
         )
 
     @classmethod

@@ -149,6 +149,7 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
             reserve_input=reserve_input,
             workspace=workspace,
             slack=slack,
+            embeddings=data.pop("embeddings", None),
         )
         if model is None:
             check_llm(llm)
@@ -305,16 +306,8 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
                 return fitter
             if self._store is None:  # closed, or made by model_validate
                 self._store, self._owns_store = open_memory_store(self._store_spec)
-            options = self._options
-            fitter = SessionFitter(
-                self.chat_store_key,
-                store=self._store,
-                strategy=options.strategy,
-                summarizer=options.summarizer,
-                reserve_output=options.reserve_output,
-                workspace=options.workspace,
-                slack=options.slack,
-            )
+            settings = self._options.fitter_settings()
+            fitter = SessionFitter(self.chat_store_key, store=self._store, **settings)
             self._fitter = fitter
             self._handout.forget()
             return fitter

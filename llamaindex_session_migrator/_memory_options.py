@@ -19,6 +19,7 @@ from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 from session_migrator import (
     DEFAULT_SLACK,
     Compressor,
+    Embeddings,
     ModelWindow,
     SessionMigratorError,
     StoreError,
@@ -37,6 +38,8 @@ __all__ = [
     "FitOptions",
     "UnexpectedArgumentsError",
     "check_llm",
+    "embeddings_for",
+    "from_settings",
     "new_session_id",
     "open_memory_store",
     "refuse_unknown",
@@ -49,6 +52,7 @@ DEFAULT_RESERVE_CAP = 4096
 
 #: The keywords both memory classes take besides LlamaIndex's own.
 FIT_OPTIONS = (
+    "embeddings",
     "llm",
     "model",
     "reserve_input",
@@ -103,6 +107,8 @@ class FitOptions:
     reserve_input: int | float | None = None
     workspace: str = "default"
     slack: float = DEFAULT_SLACK
+    #: the embedding model recall fuses with bm25 (``None``: bm25 alone)
+    embeddings: Embeddings | None = None
 
     @classmethod
     def checked(
@@ -114,6 +120,7 @@ class FitOptions:
         reserve_input: int | float | None = None,
         workspace: str = "default",
         slack: float = DEFAULT_SLACK,
+        embeddings: Any = None,
     ) -> FitOptions:
         """The options, or a ``ValueError``/``TypeError`` saying which one is wrong."""
         check_strategy(strategy)
@@ -144,7 +151,19 @@ class FitOptions:
             reserve_input=reserve_input,
             workspace=workspace,
             slack=check_slack(slack),
+            embeddings=embeddings_for(embeddings),
         )
+
+    def fitter_settings(self) -> dict[str, Any]:
+        """What a ``SessionFitter`` of a memory is made with."""
+        return {
+            "strategy": self.strategy,
+            "summarizer": self.summarizer,
+            "reserve_output": self.reserve_output,
+            "workspace": self.workspace,
+            "slack": self.slack,
+            "embeddings": self.embeddings,
+        }
 
     def input_reserve(self, window: ModelWindow) -> int:
         """The input tokens kept free beside the history for ``window``."""
@@ -154,6 +173,29 @@ class FitOptions:
         if isinstance(reserve, float):
             return int(window.context_window * reserve)
         return reserve
+
+
+def embeddings_for(embeddings: Any) -> Embeddings | None:
+    """The embedding model recall uses: ``embeddings`` (a ``BaseEmbedding``, a LangChain
+    ``Embeddings`` or a callable); ``None``: ``Settings.embed_model`` where the user set one
+    (its private slot is read: reading ``Settings.embed_model`` would build OpenAI's default);
+    ``False``: none."""
+    if embeddings is False:
+        return None
+    if embeddings is None:
+        from llama_index.core import Settings
+
+        embeddings = getattr(Settings, "_embed_model", None)
+        if embeddings is None:
+            return None
+    return Embeddings.of(embeddings)
+
+
+def from_settings(embeddings: Embeddings) -> bool:
+    """Whether ``embeddings`` wraps ``Settings.embed_model`` (a reopened memory finds it again)."""
+    from llama_index.core import Settings
+
+    return embeddings.source is getattr(Settings, "_embed_model", None)
 
 
 def open_memory_store(spec: BaseSessionStore | str | None) -> tuple[BaseSessionStore, bool]:

@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from llamaindex_session_migrator._memory_options import FitOptions
+from llamaindex_session_migrator._memory_options import FitOptions, from_settings
 from llamaindex_session_migrator._tracking import ModelTracker
 from session_migrator import ModelWindow, StoreError, open_store
 from session_migrator.store import BaseSessionStore
@@ -109,6 +109,8 @@ def _why_not_portable(memory: ReferencedMemory, url: str) -> str | None:
         return f"its strategy is a compressor object ({type(options.strategy).__name__})"
     if options.summarizer is not None:
         return f"its summarizer is an object ({type(options.summarizer).__name__})"
+    if options.embeddings is not None and not from_settings(options.embeddings):
+        return f"its embedding model is an object ({options.embeddings.key})"
     explicit = memory._tracker.explicit
     if explicit is not None and not isinstance(explicit, str | ModelWindow):
         return "its pinned model is an LLM object (pin a model name or a ModelWindow instead)"

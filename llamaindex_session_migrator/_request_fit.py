@@ -87,6 +87,7 @@ class RequestFitter:
         reserve_tokens: int,
         max_summaries: int = 256,
         max_cached_messages: int = 20_000,
+        embeddings: Any = None,
     ) -> None:
         self.core = CoreRequestFitter(
             strategy=strategy,
@@ -94,6 +95,7 @@ class RequestFitter:
             reserve_output=reserve_output,
             reserve_tokens=reserve_tokens,
             max_summaries=max_summaries,
+            embeddings=embeddings,
         )
         self.max_cached_messages = max_cached_messages
         self._lock = threading.Lock()

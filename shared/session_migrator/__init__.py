@@ -94,6 +94,7 @@ from session_migrator.models._output import (
     requested_output,
 )
 from session_migrator.models._windows import Budget, ModelWindow
+from session_migrator.recall._embeddings import Embeddings
 from session_migrator.recall._related import RecallScope, RelatedSession, RelatedSessions
 from session_migrator.sessions._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator.store import arelated_sessions, open_store, related_sessions
@@ -122,6 +123,7 @@ __all__ = [
     "Compressor",
     "ConflictError",
     "ContentPart",
+    "Embeddings",
     "EstimateWarning",
     "EstimatingCounter",
     "ExtractiveSummarizer",

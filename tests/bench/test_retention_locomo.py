@@ -102,3 +102,16 @@ def test_the_dense_yardstick_is_all_minilm_l6_v2() -> None:
     assert sims[0, 1] == pytest.approx(0.7553, abs=5e-4)
     assert sims[2, 3] == pytest.approx(0.7369, abs=5e-4)
     assert sims[0, 2] < 0.3
+
+
+def test_the_library_rows_with_the_minilm_as_a_users_embedding_model() -> None:
+    """``auto`` and ``recall`` with ``embeddings=`` the MiniLM, through ``migrate()``: each
+    message embedded once (kept in the model object), within the budget, never a fallback."""
+    assert _minilm.missing() is None, _minilm.missing()
+    result = locomo.run(
+        budgets=["4k"], strategies=["auto"], modes=["dated"], every=20, conversations=1
+    )
+    name = "auto, dated, embeddings"
+    assert name in result["rows"]
+    assert result["over_budget"] == {}
+    assert 0.0 <= result["evidence_recall"][name]["4k"] <= 1.0

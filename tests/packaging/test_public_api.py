@@ -36,6 +36,8 @@ PUBLIC = {
         # one whole provider request (docs/requests.md)
         "OutputReserveError", "RequestFit", "RequestFitter", "TOKENS_PER_TOOL", "fit_request",
         "output_reserve", "output_rule", "schema_tokens", "OUTPUT_SETTINGS", "requested_output",
+        # hybrid recall with the user's embedding model (docs/embeddings.md)
+        "Embeddings",
     ],
     "session_migrator.store": [
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",

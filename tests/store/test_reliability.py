@@ -340,6 +340,10 @@ def _check_migrated(store: BaseSessionStore) -> None:
     assert summary.revision == 4
     store.append("old-session", [Message("tool", "y" * 5000, tool_call_id="c", id="new")])
     assert store.get_offloaded("old-session", "new") == "y" * 5000  # the 0003 table works
+    ids = [m.id for m in store.load("old-session")]
+    store.put_vectors("old-session", "model-a", {ids[0]: b"\x00" * 8})  # the 0004 table works
+    assert store.get_vectors("old-session", "model-a", ids) == {ids[0]: b"\x00" * 8}
+    assert [m.text for m in store.load("old-session")][:3] == ["old 0", "old 1", "old 2"]
     assert store.erase_user(V1_USER) == 1  # the 0002 column was backfilled
 
 
@@ -373,7 +377,9 @@ def test_sqlite_schema_is_migrated_from_the_first_one(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
     conn.close()
-    assert names == ["0001_initial", "0002_session_user_id", "0003_offloaded_outputs"]
+    assert names == [
+        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors"
+    ]  # fmt: skip
 
 
 @pytest.mark.postgres
@@ -397,7 +403,9 @@ def test_postgres_schema_is_migrated_from_the_first_one(postgres_url: str) -> No
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         names = [r[0] for r in conn.execute("SELECT name FROM sm_schema_migrations ORDER BY name")]
-    assert names == ["0001_initial", "0002_session_user_id", "0003_offloaded_outputs"]
+    assert names == [
+        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors"
+    ]  # fmt: skip
 
 
 def test_a_store_opened_while_another_connection_writes_waits_to_switch_to_wal(

@@ -28,6 +28,7 @@ from session_migrator.fitting._working import (
 )
 from session_migrator.messages._messages import Message
 from session_migrator.migration._steady import Steady, again, ids_without
+from session_migrator.recall._embeddings import active
 from session_migrator.recall._when import about_the_past, day_tokens, when_line
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
@@ -117,6 +118,9 @@ class _Engine:
         # gives recall most of the room the newest turns would take
         days = day_tokens(query, messages[-1].timestamp) if self.recall and messages else []
         past = self.recall and (bool(days) or about_the_past(query))
+        if self.recall and not past and (hybrid := active()) is not None:
+            # with an embedding model: the turn most like the question is an old one
+            past = hybrid.asks_about_the_past(searched, layout, query, counter, available // 2)
         search = " ".join([query, *days])
         summary_share = min(self.summary_share, 0.1) if past else self.summary_share
         recall_share = max(self.recall_share, PAST_RECALL_SHARE) if past else self.recall_share

@@ -29,6 +29,7 @@ from session_migrator.migration._strategies import (
     latest_user_text,
 )
 from session_migrator.models._windows import Budget, ModelWindow
+from session_migrator.recall._embeddings import recalling
 from session_migrator.recall._related import RelatedExcerpts, RelatedSession, RelatedSessions
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
@@ -125,6 +126,7 @@ def migrate(
     source_model: str | None = None,
     pending_tool_calls: PendingToolCalls = "drop",
     related: RelatedSessions | Sequence[RelatedSession] | None = None,
+    embeddings: Any = None,
 ) -> MigrationResult:
     """Fit a conversation to ``target``'s input budget.
 
@@ -147,6 +149,10 @@ def migrate(
     :mod:`session_migrator.recall._related`: a conversation that fits still goes over whole, the
     excerpts in the room it leaves); ``report.related_ids`` says which, by session.
 
+    ``embeddings``: an embedding model (a callable from texts to vectors, a LangChain
+    ``Embeddings``, a LlamaIndex ``BaseEmbedding`` or a :class:`~session_migrator.Embeddings`):
+    recall fuses its similarity with bm25 (see :mod:`session_migrator.recall._hybrid`).
+
     >>> from session_migrator import Message
     >>> result = migrate([Message("user", "hi")], "gpt-4")
     >>> result.report.decision
@@ -163,6 +169,7 @@ def migrate(
         source_model=source_model,
         pending_tool_calls=pending_tool_calls,
         related=related,
+        embeddings=embeddings,
     )
     return fit_messages(as_messages(source), target, options)
 
@@ -264,17 +271,25 @@ def fit_messages(
     budget = decision.budget.tokens
     # a question about the past holds back the room of the other sessions' relevant excerpts
     held = found.reserve(budget, counter) if found is not None else 0
-    try:
-        result = compressor.compress(
-            messages, budget - held, counter, query, previous_summary=previous_summary, **extra
+    hybrid = None  # recall with the embedding model (None: bm25 alone)
+    if options.embeddings is not None:
+        from session_migrator.recall._hybrid import (
+            hybrid_for,  # (numpy: only where recall needs it)
         )
-    except BudgetError:
-        if not held:
-            raise
-        held = 0  # the excerpts never make a migration fail: the session takes the budget
-        result = compressor.compress(
-            messages, budget, counter, query, previous_summary=previous_summary, **extra
-        )
+
+        hybrid = hybrid_for(options.embeddings)
+    with recalling(hybrid):
+        try:
+            result = compressor.compress(
+                messages, budget - held, counter, query, previous_summary=previous_summary, **extra
+            )
+        except BudgetError:
+            if not held:
+                raise
+            held = 0  # the excerpts never make a migration fail: the session takes the budget
+            result = compressor.compress(
+                messages, budget, counter, query, previous_summary=previous_summary, **extra
+            )
     report.decision = "compressed"
     problems: list[str] = []
     if isinstance(compressor, _Strategy):
@@ -296,6 +311,8 @@ def fit_messages(
     report.summary = result.summary.to_dict() if result.summary else None
     report.fallbacks = [redact_secrets(f) for f in result.fallbacks]  # a compressor of one's own
     report.notes = [*result.notes, *problems]
+    if hybrid is not None:
+        hybrid.reported(report)
     fitted = MigrationResult(list(result.messages), report, result.summary)
     if found is not None:
         fitted = _with_related(fitted, found, budget, counter)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls, check_pending
@@ -39,6 +40,8 @@ class FitOptions:
     pending_tool_calls: PendingToolCalls = "drop"
     related: RelatedSessions | Sequence[RelatedSession] | None = None
     budget_cap: int | None = None
+    #: an embedding model recall fuses with bm25 (see :mod:`session_migrator.recall._hybrid`)
+    embeddings: Any = None
 
     def __post_init__(self) -> None:
         counter = self.counter

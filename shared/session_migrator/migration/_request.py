@@ -45,6 +45,7 @@ from session_migrator.migration._report import MigrationReport
 from session_migrator.migration._strategies import Compressor
 from session_migrator.models._output import check_tokens, output_reserve
 from session_migrator.models._windows import ModelWindow
+from session_migrator.recall._embeddings import as_embeddings
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
 __all__ = ["TOKENS_PER_TOOL", "RequestFit", "RequestFitter", "fit_request", "schema_tokens"]
@@ -115,6 +116,7 @@ def fit_request(
     query: str | None = None,
     fold_notes: bool = True,
     pending_tool_calls: PendingToolCalls = "drop",
+    embeddings: Any = None,
 ) -> RequestFit:
     """Fit a whole provider request to ``target``: its messages, ``tools`` (JSON schemas, as
     sent), ``response_format`` and the output it asks for (``max_output_tokens``: the request's
@@ -128,6 +130,7 @@ def fit_request(
     providers that take one system prompt want it. Raises :class:`OutputReserveError` when the
     output asked for leaves too little room for the input that must go (the system prompt and
     the newest turn), and :class:`~session_migrator.BudgetError` when nothing fits at all.
+    ``embeddings``: an embedding model recall fuses with bm25, as for :func:`migrate`.
 
     >>> from session_migrator import Message
     >>> fit = fit_request([Message("user", "hi")], "gpt-4", max_output_tokens=4096)
@@ -159,6 +162,7 @@ def fit_request(
                 previous_summary=previous_summary,
                 extra_reserved=held,
                 pending_tool_calls=pending_tool_calls,
+                embeddings=embeddings,
             )
             result = fit_messages(originals, window, options)
         except BudgetError as exc:
@@ -305,6 +309,7 @@ class RequestFitter:
         reserve_output: int | None = None,
         reserve_tokens: int = 0,
         max_summaries: int = 256,
+        embeddings: Any = None,
     ) -> None:
         check_tokens("reserve_output", reserve_output)
         check_tokens("reserve_tokens", reserve_tokens)
@@ -313,6 +318,8 @@ class RequestFitter:
         self.reserve_output = reserve_output
         self.reserve_tokens = reserve_tokens
         self.max_summaries = max_summaries
+        # (wrapped once: the model's vectors are kept between fits)
+        self.embeddings = None if embeddings is None else as_embeddings(embeddings)
         self.last_report: MigrationReport | None = None
         self.last_fit: RequestFit | None = None
         self._lock = threading.Lock()
@@ -345,6 +352,7 @@ class RequestFitter:
             "summarizer": self.summarizer,
             "reserve_output": self.reserve_output,
             "reserve_tokens": self.reserve_tokens,
+            "embeddings": self.embeddings,
         }
         fit = fit_request(
             messages, target, previous_summary=previous_summary, **{**settings, **request}

@@ -1,6 +1,8 @@
 """The recall layer: bringing back what the question needs. The relevance index (``_bm25`` over
-``_fts`` stems), the recall of cut turns (``_recall``), the dates things were said (``_when``)
-and the exchanges of a user's other sessions (``_related``).
+``_fts`` stems), the recall of cut turns (``_recall``), the dates things were said (``_when``),
+the exchanges of a user's other sessions (``_related``), and hybrid recall with the user's
+embedding model (``_embeddings``: the model behind one interface; ``_hybrid``: bm25 and cosine
+similarity fused).
 
 It imports the fitting layer and those under it only.
 """

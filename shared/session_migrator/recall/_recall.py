@@ -18,7 +18,9 @@ from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._units import Layout, Unit
 from session_migrator.messages._messages import Message
 from session_migrator.recall._bm25 import RelevanceIndex, _runs, rank_by_relevance
+from session_migrator.recall._embeddings import active
 from session_migrator.recall._fts import _Floats, _Ints
+from session_migrator.recall._hybrid import fuse
 from session_migrator.recall._when import day_token
 
 __all__ = ["fill_turns", "recall_turns"]
@@ -81,6 +83,11 @@ def recall_turns(
         ranked = rank_by_relevance([document(t) for t in turns], query)
         found = np.array([k for k, _ in ranked], dtype=np.int64)
         scores = np.array([v for _, v in ranked], dtype=np.float64)
+    hybrid = active()  # with an embedding model: bm25 and dense similarity, fused
+    if hybrid is not None:
+        sims = hybrid.similarities([[said[i] for u in t for i in u.indices] for t in turns], query)
+        if sims is not None:
+            found, scores = fuse(found, sims)
     order = _with_neighbours(found, scores, held.together(messages))
     used = 0
     if held.counted:

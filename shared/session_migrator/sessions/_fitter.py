@@ -34,6 +34,7 @@ from session_migrator.migration._options import FitOptions
 from session_migrator.migration._report import MigrationResult
 from session_migrator.migration._strategies import Compressor, check_strategy
 from session_migrator.models._windows import ModelWindow
+from session_migrator.recall._embeddings import as_embeddings, session_vectors
 from session_migrator.recall._related import RecallScope, RelatedSessions, check_scope
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
@@ -78,6 +79,8 @@ class SessionFitter:
     the session's user (its metadata ``user_id``) or workspace
     (:func:`~session_migrator.store.related_sessions`, read again at each fit: the sessions
     unchanged since are not loaded again); ``"session"`` (the default) recalls within it only.
+    ``embeddings``: an embedding model for hybrid recall; each message's vector is kept in the
+    store (:mod:`session_migrator.recall._hybrid`).
 
     >>> from session_migrator import Message
     >>> fitter = SessionFitter("demo", store="memory://")
@@ -98,6 +101,7 @@ class SessionFitter:
         metadata: dict[str, Any] | None = None,
         slack: float = DEFAULT_SLACK,
         recall_scope: RecallScope = "session",
+        embeddings: Any = None,
     ) -> None:
         self.session_id = session_id
         # a URL is opened at first use, so that constructing a fitter does no I/O (an async
@@ -114,6 +118,7 @@ class SessionFitter:
         self.metadata = metadata
         self.slack = check_slack(slack)
         self.recall_scope = check_scope(recall_scope)
+        self.embeddings = None if embeddings is None else as_embeddings(embeddings)
         self._related: RelatedSessions | None = None
         self._lock = threading.RLock()
         self._messages: list[Message] = []
@@ -267,6 +272,7 @@ class SessionFitter:
                 pending_tool_calls=pending_tool_calls,
                 related=related,
                 budget_cap=budget_cap,
+                embeddings=session_vectors(self),
             )
             result = fit_messages(ledger.messages, window, options, ledger)
             try:

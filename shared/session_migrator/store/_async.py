@@ -128,6 +128,16 @@ class AsyncMixin:
     ) -> None:
         await asyncio.to_thread(self.put_token_counts, session_id, counter_name, dict(counts))
 
+    async def aget_vectors(
+        self: SyncSessionStore, session_id: str, model: str, ids: Iterable[str]
+    ) -> dict[str, bytes]:
+        return await asyncio.to_thread(self.get_vectors, session_id, model, list(ids))
+
+    async def aput_vectors(
+        self: SyncSessionStore, session_id: str, model: str, vectors: Mapping[str, bytes]
+    ) -> None:
+        await asyncio.to_thread(self.put_vectors, session_id, model, dict(vectors))
+
     async def alog_migration(self: SyncSessionStore, record: MigrationRecord) -> MigrationRecord:
         return await asyncio.to_thread(self.log_migration, record)
 

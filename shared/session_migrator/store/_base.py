@@ -33,11 +33,12 @@ from session_migrator.store._types import (
     from_epoch,
     to_epoch,
 )
+from session_migrator.store._vectors import NoVectors
 
 __all__ = ["BaseSessionStore", "check_id"]
 
 
-class BaseSessionStore(AsyncMixin, BackendPrimitives):
+class BaseSessionStore(NoVectors, AsyncMixin, BackendPrimitives):
     """Shared behaviour of every backend. See :class:`~session_migrator.store.SessionStore`.
 
     ``offload_threshold`` (tokens, ``None`` = off) turns on offloading of large tool outputs;

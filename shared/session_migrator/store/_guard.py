@@ -55,6 +55,8 @@ GUARDED: dict[str, tuple[IdArg, ...]] = {
     "put_summary": _SESSION,
     "get_token_counts": _SESSION,
     "put_token_counts": _SESSION,
+    "get_vectors": _SESSION,
+    "put_vectors": _SESSION,
     "log_migration": (),  # (its record's session_id is checked by the method)
     "migrations": _SESSION,
     "get_offloaded": _SESSION,

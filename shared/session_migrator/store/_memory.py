@@ -32,6 +32,7 @@ from session_migrator.store._types import (
     from_epoch,
     sort_sessions,
 )
+from session_migrator.store._vectors import MemoryVectors
 
 __all__ = ["MemoryStore"]
 
@@ -109,7 +110,7 @@ class _Session:
         )
 
 
-class MemoryStore(BaseSessionStore):
+class MemoryStore(MemoryVectors, BaseSessionStore):
     """A session store in memory (``memory://``)."""
 
     def __init__(self, *, offload_threshold: int | None = None, clock: Clock | None = None) -> None:

@@ -27,7 +27,7 @@ from session_migrator.store._codec import index_key as ik
 from session_migrator.store._connections import ThreadConnections
 from session_migrator.store._postgres_conn import bounded, split_url
 from session_migrator.store._postgres_records import PostgresRecords, _full, _id, _key, _user
-from session_migrator.store._postgres_schema import migrate
+from session_migrator.store._postgres_schema import PostgresVectors, migrate
 from session_migrator.store._types import (
     MessageNotFoundError,
     MigrationRecord,
@@ -54,7 +54,7 @@ _SESSION_TABLES = (
 )
 
 
-class PostgresStore(PostgresRecords):
+class PostgresStore(PostgresVectors, PostgresRecords):
     """A session store in PostgreSQL (``postgresql://user@host:5432/db``)."""
 
     backend_errors = (psycopg.Error,)

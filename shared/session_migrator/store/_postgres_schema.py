@@ -16,8 +16,9 @@ from typing import Any
 from session_migrator._errors import StoreError
 from session_migrator.store import _codec
 from session_migrator.store._backend import user_id_of
+from session_migrator.store._vectors import PostgresVectors
 
-__all__ = ["MIGRATIONS", "migrate"]
+__all__ = ["MIGRATIONS", "PostgresVectors", "migrate"]  # (its vectors table's queries too)
 
 Step = str | Callable[[Any], None]
 
@@ -106,11 +107,25 @@ _0003_OFFLOADED_OUTPUTS: tuple[Step, ...] = (
     )""",
 )
 
+_0004_MESSAGE_VECTORS: tuple[Step, ...] = (
+    # a message's vectors go with it (deleted, erased, purged, its session deleted)
+    """CREATE TABLE sm_vectors (
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BYTEA NOT NULL,
+        PRIMARY KEY (session_id, message_id, model),
+        FOREIGN KEY (session_id, message_id) REFERENCES sm_messages (session_id, id)
+            ON DELETE CASCADE
+    )""",
+)
+
 #: Every migration, oldest first: (name, steps). Append only.
 MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0001_initial", _0001_INITIAL),
     ("0002_session_user_id", _0002_SESSION_USER_ID),
     ("0003_offloaded_outputs", _0003_OFFLOADED_OUTPUTS),
+    ("0004_message_vectors", _0004_MESSAGE_VECTORS),
 )
 
 _LOCK_KEY = 0x5E55_104D  # pg_advisory_xact_lock key for schema changes

@@ -38,6 +38,7 @@ from session_migrator.store._types import (
     sort_sessions,
     to_epoch,
 )
+from session_migrator.store._vectors import RedisVectors
 
 try:
     import redis
@@ -62,6 +63,7 @@ class _Keys:
     tokens: str
     summary: str
     migrations: str
+    vectors: str
 
     @property
     def data(self) -> tuple[str, ...]:
@@ -74,6 +76,7 @@ class _Keys:
             self.tokens,
             self.summary,
             self.migrations,
+            self.vectors,
         )
 
 
@@ -81,7 +84,7 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-class RedisStore(BaseSessionStore):
+class RedisStore(RedisVectors, BaseSessionStore):
     """A session store in Redis (``redis://host:port/db``)."""
 
     backend_errors = (redis.RedisError,)
@@ -187,7 +190,7 @@ class RedisStore(BaseSessionStore):
 
     def _delete_ids(self, session_id: str, ids: Sequence[str], now: float) -> int:
         k = self._keys(session_id)
-        keys = (k.meta, k.order, k.bodies, k.times, k.offload, k.tokens)
+        keys = (k.meta, k.order, k.bodies, k.times, k.offload, k.tokens, k.vectors)
         return int(self._run(self._delete_script, keys, [ek(mid) for mid in ids]))
 
     def _offloaded_bodies(self, session_id: str, ids: Sequence[str]) -> dict[str, str]:
@@ -401,4 +404,14 @@ class RedisStore(BaseSessionStore):
         self._client.close()
 
 
-_KEY_NAMES = ("meta", "order", "bodies", "times", "offload", "tokens", "summary", "migrations")
+_KEY_NAMES = (
+    "meta",
+    "order",
+    "bodies",
+    "times",
+    "offload",
+    "tokens",
+    "summary",
+    "migrations",
+    "vectors",
+)

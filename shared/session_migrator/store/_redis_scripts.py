@@ -16,6 +16,7 @@ Key layout under the store's prefix ``P`` (``D`` = digest of a session id, see
 ``P s:D:tokens``            HASH message id -> JSON ``{counter: tokens}``
 ``P s:D:summary``           HASH revision, data (JSON)
 ``P s:D:migrations``        LIST of JSON migration records
+``P s:D:vectors``           HASH message id -> JSON ``{model key: base64 vector}`` (._vectors)
 ==========================  ==============================================================
 """
 
@@ -71,7 +72,8 @@ end
 return out
 """
 
-#: KEYS meta order bodies times offload tokens; ARGV message ids. Returns the number deleted.
+#: KEYS meta order bodies times offload tokens vectors; ARGV message ids. Returns the number
+#: deleted.
 DELETE_IDS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local n = 0
@@ -81,6 +83,7 @@ for i = 1, #ARGV do
   redis.call('ZREM', KEYS[4], ARGV[i])
   redis.call('HDEL', KEYS[5], ARGV[i])
   redis.call('HDEL', KEYS[6], ARGV[i])
+  redis.call('HDEL', KEYS[7], ARGV[i])
 end
 return n
 """

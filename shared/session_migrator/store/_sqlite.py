@@ -40,6 +40,7 @@ from session_migrator.store._types import (
     sort_sessions,
     to_epoch,
 )
+from session_migrator.store._vectors import SQLiteVectors
 
 __all__ = ["SQLiteStore"]
 
@@ -76,7 +77,7 @@ def _wal(conn: sqlite3.Connection, timeout: float) -> None:
         pause = min(2 * pause, 0.05)
 
 
-class SQLiteStore(BaseSessionStore):
+class SQLiteStore(SQLiteVectors, BaseSessionStore):
     """A session store in one SQLite file (``sqlite:///path/to.db``).
 
     ``busy_timeout`` (seconds) is how long a writer waits for another one before failing.

@@ -103,11 +103,26 @@ _0003_OFFLOADED_OUTPUTS: tuple[Step, ...] = (
     ) WITHOUT ROWID""",
 )
 
+_0004_MESSAGE_VECTORS: tuple[Step, ...] = (
+    """CREATE TABLE vectors (
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (session_id, message_id, model)
+    ) WITHOUT ROWID""",
+    # a message's vectors go with it (deleted, erased, purged, its session deleted)
+    """CREATE TRIGGER vectors_go_with_their_message AFTER DELETE ON messages BEGIN
+        DELETE FROM vectors WHERE session_id = old.session_id AND message_id = old.id;
+    END""",
+)
+
 #: Every migration, oldest first: (name, steps). Append only.
 MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0001_initial", _0001_INITIAL),
     ("0002_session_user_id", _0002_SESSION_USER_ID),
     ("0003_offloaded_outputs", _0003_OFFLOADED_OUTPUTS),
+    ("0004_message_vectors", _0004_MESSAGE_VECTORS),
 )
 
 _LEDGER = (

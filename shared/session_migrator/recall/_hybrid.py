@@ -1,0 +1,286 @@
+"""Hybrid recall: the cut turns ranked by bm25 and by an embedding model, fused.
+
+With ``embeddings=`` (see :mod:`session_migrator.recall._embeddings`),
+:func:`~session_migrator.recall._recall.recall_turns` asks the fit's :class:`HybridRecall` for
+each cut turn's cosine similarity to the question (a turn's: its best message's), ranks the
+turns by it, and fuses that ranking with bm25's by reciprocal rank (:func:`fuse`, ``k`` =
+:data:`RRF_K`); the neighbour bonus then applies to the fused scores as it does to bm25's. A
+turn that shares no word with the question (a paraphrase) can so be recalled.
+
+Each message is embedded once: its unit vector is kept in the model's memory (by id and text)
+and, under a :class:`~session_migrator.SessionFitter`, in its store (by id and model key, see
+``get_vectors`` / ``put_vectors``), so a re-fit embeds only the newly cut messages and the
+question, and a reopened store embeds nothing twice.
+
+Every call to the model in a fit shares one deadline (``Embeddings.timeout``): a model that
+raises, or has not answered when it passes, leaves recall to bm25 alone for that fit, and the
+report says so (``report.fallbacks``). A late answer is kept for the next fit.
+
+The fit is told of its :class:`HybridRecall` through a context variable
+(:func:`~session_migrator.recall._embeddings.recalling`), so the strategies' signatures are
+those they had.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from session_migrator._deadline import Deadline, DeadlinePassed
+from session_migrator.messages._messages import Message
+from session_migrator.recall._embeddings import EMBEDDED_CHARS, StoredVectors, as_embeddings
+
+__all__ = ["RRF_K", "HybridRecall", "embedded_text", "fuse", "hybrid_for"]
+
+#: The reciprocal-rank fusion constant (Cormack et al. 2009; the LoCoMo benchmark's yardstick).
+RRF_K = 60
+_DAY_TOKENS = re.compile(r"\bsmday\d{4}\b")
+_Floats = npt.NDArray[np.float64]
+_Ints = npt.NDArray[np.int64]
+
+
+def embedded_text(message: Message) -> str:
+    """What of ``message`` is embedded: its text and its tool calls, cut at
+    :data:`~session_migrator.recall._embeddings.EMBEDDED_CHARS`."""
+    text = " ".join([message.text] + [c.name + " " + c.arguments for c in message.tool_calls])
+    return text[:EMBEDDED_CHARS]
+
+
+class HybridRecall:
+    """One fit's dense ranking (see the module docstring)."""
+
+    def __init__(self, vectors: StoredVectors) -> None:
+        self.vectors = vectors
+        self.embeddings = vectors.embeddings
+        self.deadline: Deadline | None = None
+        self.failed: str | None = None
+        self.used = False
+        self.embedded = 0
+        self.fallbacks: list[str] = []
+
+    # -- what recall asks -------------------------------------------------------------------
+
+    def similarities(self, turns: Sequence[Sequence[Message]], query: str) -> _Floats | None:
+        """Each turn's cosine similarity to ``query`` (its best message's), or ``None`` when
+        the model failed (then bm25 ranks alone, and :attr:`fallbacks` says why)."""
+        if self.failed is not None or not turns:
+            return None
+        question = _DAY_TOKENS.sub(" ", query).strip() or query
+        flat = [m for turn in turns for m in turn]
+        try:
+            at = self._rows_of(flat)
+            q = self._query_vector(question)
+            table = self.vectors.table
+            if len(at) and table.shape[1] != len(q):
+                raise ValueError(
+                    f"embedding model {self.embeddings.key!r} gave the question a vector of "
+                    f"{len(q)} numbers and the messages {table.shape[1]}"
+                )
+        except Exception as exc:
+            self._fail(exc)
+            return None
+        sims = (table[: len(self.vectors.rows)] @ q)[at] if len(at) else np.zeros(0)
+        sizes = np.array([len(t) for t in turns], dtype=np.int64)
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        out = np.full(len(turns), -1.0)
+        nonempty = sizes > 0
+        if nonempty.any():
+            out[nonempty] = np.maximum.reduceat(sims, starts[nonempty])
+        self.used = True
+        return out
+
+    def asks_about_the_past(
+        self,
+        messages: Sequence[Message],
+        layout: Any,
+        query: str,
+        counter: Any,
+        recent_room: int,
+    ) -> bool:
+        """Whether the question is about what was said long ago: the earlier turn most like it
+        (the current one left out) is older than the newest turns ``recent_room`` tokens hold.
+        Then recall gets the room a question about the past gets (a question that says so in
+        its words, "what did we ...", gets it without a model). Every turn's messages are
+        embedded for it (each once, as always)."""
+        starts = [k for k, u in enumerate(layout.units) if u.starts_turn]
+        if len(starts) < 3:
+            return False
+        bounds = [*starts[1:], len(layout.units)]
+        turns = [layout.units[a:b] for a, b in zip(starts, bounds, strict=True)][:-1]
+        sims = self.similarities(
+            [[messages[i] for u in t for i in u.indices] for t in turns], query
+        )
+        if sims is None or not len(sims):
+            return False
+        best = len(sims) - 1 - int(np.argmax(sims[::-1]))  # (ties: the newest)
+        used = 0
+        for k in range(len(turns) - 1, -1, -1):
+            used += sum(layout.unit_cost(u, messages, counter) for u in turns[k])
+            if used > recent_room:
+                return best <= k
+        return False
+
+    def reported(self, report: Any) -> None:
+        """Add what this fit's ranking did to a ``MigrationReport``."""
+        report.fallbacks = [*report.fallbacks, *self.fallbacks]
+        if self.used:
+            report.notes = [
+                *report.notes,
+                f"recall ranked the cut turns by bm25 and {self.embeddings.key} embeddings "
+                f"(reciprocal-rank fusion); {self.embedded} message(s) embedded",
+            ]
+
+    # -- vectors ----------------------------------------------------------------------------
+
+    def _rows_of(self, messages: Sequence[Message]) -> _Ints:
+        """The rows of ``messages``' vectors in the session's table (those not yet in it read
+        from the model's memory, the store or the model)."""
+        held, rows = self.vectors, self.vectors.rows
+        new = list({m.id: m for m in messages if m.id not in rows}.values())
+        if new:
+            vectors = self._vectors_of(new)
+            table = held.table
+            if table is not None and vectors.shape[1] != table.shape[1]:
+                raise ValueError(
+                    f"embedding model {self.embeddings.key!r} gave vectors of "
+                    f"{vectors.shape[1]} numbers, and {table.shape[1]} before"
+                )
+            n = len(rows)
+            if table is None or n + len(new) > len(table):
+                grown = np.zeros((max(2 * (n + len(new)), 64), vectors.shape[1]), np.float32)
+                if table is not None:
+                    grown[:n] = table[:n]
+                held.table = table = grown
+            table[n : n + len(new)] = vectors
+            for k, m in enumerate(new):
+                rows[m.id] = n + k
+        return np.fromiter((rows[m.id] for m in messages), dtype=np.int64, count=len(messages))
+
+    def _vectors_of(self, messages: Sequence[Message]) -> npt.NDArray[np.float32]:
+        e, held = self.embeddings, self.vectors
+        texts = [embedded_text(m) for m in messages]
+        keys = [(m.id, hash(t)) for m, t in zip(messages, texts, strict=True)]
+        memory = e.memory
+        missing = [k for k in dict.fromkeys(keys) if k not in memory]
+        if missing and held.store is not None and held.session_id is not None:
+            ask = [mid for mid, _ in missing if mid not in held._asked]
+            if ask:
+                found = held.store.get_vectors(held.session_id, e.key, ask)
+                held._asked.update(ask)
+                by_id = dict(missing)
+                with e.lock:
+                    for mid, raw in found.items():
+                        memory[(mid, by_id[mid])] = np.frombuffer(raw, dtype=np.float32)
+                missing = [k for k in missing if k not in memory]
+        if missing:
+            text_of = dict(zip(keys, texts, strict=True))
+            self._embed([text_of[k] for k in missing], missing)
+            self.embedded += len(missing)
+            if held.store is not None:
+                held._unsaved.update(missing)
+        self._save()
+        dims = {memory[k].shape[0] for k in dict.fromkeys(keys)}
+        if len(dims) > 1:
+            raise ValueError(f"embedding model {e.key!r} gave vectors of sizes {sorted(dims)}")
+        if not keys:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([memory[k] for k in keys])
+
+    def _embed(self, texts: list[str], keys: list[tuple[str, int]]) -> None:
+        """Embed ``texts`` in batches within the fit's deadline; each batch's vectors go to the
+        model's memory as it comes (also when it comes after the deadline)."""
+        e = self.embeddings
+
+        def attempt(batch: list[str], where: list[tuple[str, int]], _left: float) -> None:
+            found = _unit(np.asarray(e.embed_documents(batch), dtype=np.float32))
+            with e.lock:
+                if len(e.memory) + len(where) > e.max_cached:
+                    e.memory.clear()  # (a crude bound: the store keeps them all)
+                for k, v in zip(where, found, strict=True):
+                    e.memory[k] = v
+
+        for start in range(0, len(texts), e.batch_size):
+            stop = start + e.batch_size
+            self._call(attempt, texts[start:stop], keys[start:stop])
+
+    def _query_vector(self, question: str) -> npt.NDArray[np.float32]:
+        e = self.embeddings
+        key = ("\x00query", question)
+        found = e.memory.get(key)
+        if found is None:
+
+            def attempt(text: str, _left: float) -> Any:
+                return _unit(np.asarray([e.embed_query(text)], dtype=np.float32))[0]
+
+            found = self._call(attempt, question)
+            with e.lock:
+                e.memory[key] = found
+        return np.asarray(found, dtype=np.float32)
+
+    def _call(self, attempt: Any, *args: Any) -> Any:
+        if self.deadline is None:
+            self.deadline = Deadline(self.embeddings.timeout)
+        return self.deadline.call(attempt, *args)
+
+    def _save(self) -> None:
+        held = self.vectors
+        if not held._unsaved or held.store is None or held.session_id is None:
+            return
+        memory = self.embeddings.memory
+        ready = {k: memory[k] for k in held._unsaved if k in memory}
+        if not ready:
+            return
+        held.store.put_vectors(
+            held.session_id,
+            self.embeddings.key,
+            {mid: v.tobytes() for (mid, _), v in ready.items()},
+        )
+        held._unsaved.difference_update(ready)
+
+    def _fail(self, exc: BaseException) -> None:
+        if isinstance(exc, DeadlinePassed):
+            why = f"no answer within its {self.embeddings.timeout:g} s deadline (timeout=)"
+        else:
+            why = f"{type(exc).__name__}: {exc}"
+        self.failed = why
+        self.fallbacks.append(
+            f"embeddings {self.embeddings.key}: {why}; recall ranked the cut turns by bm25 alone"
+        )
+
+
+def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    if vectors.ndim != 2:
+        raise ValueError(f"vectors must be a list of lists of numbers, got shape {vectors.shape}")
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.ascontiguousarray(vectors / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+
+
+def fuse(found: _Ints, similarities: _Floats, k: int = RRF_K) -> tuple[_Ints, _Floats]:
+    """Reciprocal-rank fusion of the bm25 ranking (``found``: turns, best first) and the dense
+    one (every turn by ``similarities``, best first; ties: the later turn): each turn's score is
+    the sum of ``1 / (k + rank)`` over the rankings it is in (ranks from 1). Returns the turns,
+    best first (ties: the later turn), and their fused scores."""
+    n = len(similarities)
+    score = np.zeros(n, dtype=np.float64)
+    if len(found):
+        score[found] += 1.0 / (k + np.arange(1, len(found) + 1))
+    order = np.arange(n)[::-1]
+    dense = order[np.argsort(-similarities[order], kind="stable")]
+    score[dense] += 1.0 / (k + np.arange(1, n + 1))
+    turns = np.arange(n, dtype=np.int64)[::-1]
+    turns = turns[np.argsort(-score[turns], kind="stable")]
+    return turns, score[turns]
+
+
+def hybrid_for(embeddings: Any) -> HybridRecall | None:
+    """A fit's :class:`HybridRecall` for ``embeddings`` (a model, an :class:`Embeddings`, or
+    a session's :class:`StoredVectors`); ``None`` for ``None``."""
+    if embeddings is None:
+        return None
+    if isinstance(embeddings, StoredVectors):
+        return HybridRecall(embeddings)
+    return HybridRecall(StoredVectors(as_embeddings(embeddings), None, None))

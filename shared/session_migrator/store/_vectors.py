@@ -1,0 +1,230 @@
+"""Message vectors in the stores: ``get_vectors`` and ``put_vectors`` of every backend.
+
+Hybrid recall (:mod:`session_migrator.recall._hybrid`) embeds each message once; the vector is kept
+beside the message, keyed by the message id and the embedding model's key, as little-endian
+float32 bytes (``dims * 4`` bytes a message and model, plus the keys). A vector is derived
+data: it goes when its message goes (deleted, erased, purged, its session deleted), a vector
+for a message the session does not hold is not stored, and no vector ever changes or drops a
+message.
+
+- SQLite: table ``vectors`` (schema migration ``0004_message_vectors``), emptied with the
+  message by a trigger;
+- PostgreSQL: table ``sm_vectors`` (the same migration), whose rows reference their message
+  (``ON DELETE CASCADE``);
+- Redis: hash ``P s:D:vectors``, message id -> JSON ``{model key: base64 of the bytes}``
+  (deleted with the message and the session; base64 adds a third);
+- ``memory://``: beside the session, valid while the very message stored stays.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from session_migrator.store import _codec
+from session_migrator.store._codec import encode_key as ek
+from session_migrator.store._guard import guard_class
+
+__all__ = ["MemoryVectors", "NoVectors", "PostgresVectors", "RedisVectors", "SQLiteVectors"]
+
+
+class NoVectors:
+    """The default of a store of one's own (a subclass of ``BaseSessionStore``): no vector is
+    kept, so each fit embeds what it ranks again."""
+
+    def get_vectors(self, session_id: str, model: str, ids: Iterable[str]) -> dict[str, bytes]:
+        """The vectors of messages ``ids`` by embedding model ``model`` (ids without one left
+        out)."""
+        return {}
+
+    def put_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        """Keep the vectors of messages by embedding model ``model`` (replacing older ones); a
+        vector of a message the session does not hold is not kept."""
+
+
+class MemoryVectors:
+    """``memory://``'s vectors: per session, the stored message each vector is of."""
+
+    _lock: threading.RLock
+    _sessions: dict[str, Any]
+
+    def _vector_slots(self) -> dict[str, tuple[Any, dict[str, dict[str, tuple[Any, bytes]]]]]:
+        slots: dict[str, tuple[Any, dict[str, dict[str, tuple[Any, bytes]]]]] | None
+        slots = self.__dict__.get("_vectors")
+        if slots is None:
+            slots = self.__dict__["_vectors"] = {}
+        return slots
+
+    def get_vectors(self, session_id: str, model: str, ids: Iterable[str]) -> dict[str, bytes]:
+        """The vectors of messages ``ids`` by embedding model ``model`` (ids without one left
+        out)."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            held = self._vector_slots().get(session_id)
+            if session is None or held is None or held[0] is not session:
+                return {}
+            by_id = held[1].get(model, {})
+            out: dict[str, bytes] = {}
+            for mid in ids:
+                found = by_id.get(mid)
+                if found is not None and session.messages.get(mid) is found[0]:
+                    out[mid] = found[1]
+            return out
+
+    def put_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        """Keep the vectors of messages by embedding model ``model`` (replacing older ones);
+        a vector of a message the session does not hold is not kept."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None or not vectors:
+                return
+            slots = self._vector_slots()
+            held = slots.get(session_id)
+            if held is None or held[0] is not session:
+                held = slots[session_id] = (session, {})
+            by_id = held[1].setdefault(model, {})
+            for mid, raw in vectors.items():
+                stored = session.messages.get(mid)
+                if stored is not None:
+                    by_id[mid] = (stored, bytes(raw))
+
+
+class SQLiteVectors:
+    """SQLite's vectors (table ``vectors``)."""
+
+    if TYPE_CHECKING:  # (the store's)
+
+        def _conn(self) -> Any: ...
+
+        def _write(self) -> Any: ...
+
+    def get_vectors(self, session_id: str, model: str, ids: Iterable[str]) -> dict[str, bytes]:
+        """See :meth:`MemoryVectors.get_vectors`."""
+        sid, key = ek(session_id), ek(model)
+        conn = self._conn()
+        out: dict[str, bytes] = {}
+        for mid in ids:
+            row = conn.execute(
+                "SELECT vector FROM vectors WHERE session_id = ? AND message_id = ? AND model = ?",
+                (sid, ek(mid), key),
+            ).fetchone()
+            if row is not None:
+                out[mid] = bytes(row[0])
+        return out
+
+    def put_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        """See :meth:`MemoryVectors.put_vectors`."""
+        if not vectors:
+            return
+        sid, key = ek(session_id), ek(model)
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors (session_id, message_id, model, vector) "
+                "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS "
+                "(SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2)",
+                [(sid, ek(mid), key, bytes(raw)) for mid, raw in vectors.items()],
+            )
+
+
+class PostgresVectors:
+    """PostgreSQL's vectors (table ``sm_vectors``)."""
+
+    if TYPE_CHECKING:  # (the store's)
+
+        def _read(self, query: str, params: Any = ()) -> list[Any]: ...
+
+        def _tx(self) -> Any: ...
+
+    def get_vectors(self, session_id: str, model: str, ids: Iterable[str]) -> dict[str, bytes]:
+        """See :meth:`MemoryVectors.get_vectors`."""
+        keys = {_codec.index_key(mid): mid for mid in ids}
+        if not keys:
+            return {}
+        rows = self._read(
+            "SELECT message_id, vector FROM sm_vectors WHERE session_id = %s AND model = %s "
+            "AND message_id = ANY(%s)",
+            (_codec.index_key(session_id), _codec.index_key(model), list(keys)),
+        )
+        return {keys[r[0]]: bytes(r[1]) for r in rows}
+
+    def put_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        """See :meth:`MemoryVectors.put_vectors`."""
+        if not vectors:
+            return
+        sid = _codec.index_key(session_id)
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO sm_vectors (session_id, message_id, model, vector) "
+                "SELECT %s, t.mid, %s, t.v FROM unnest(%s::text[], %s::bytea[]) AS t(mid, v) "
+                "WHERE EXISTS (SELECT 1 FROM sm_messages m WHERE m.session_id = %s "
+                "AND m.id = t.mid) ON CONFLICT (session_id, message_id, model) "
+                "DO UPDATE SET vector = EXCLUDED.vector",
+                (
+                    sid,
+                    _codec.index_key(model),
+                    [_codec.index_key(mid) for mid in vectors],
+                    [bytes(v) for v in vectors.values()],
+                    sid,
+                ),
+            )
+
+
+#: KEYS bodies vectors; ARGV model, then (id vector) pairs. Vectors of unknown ids are dropped.
+PUT_VECTORS = """
+for i = 2, #ARGV, 2 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then
+    local current = redis.call('HGET', KEYS[2], ARGV[i])
+    local held = {}
+    if current then held = cjson.decode(current) end
+    held[ARGV[1]] = ARGV[i + 1]
+    redis.call('HSET', KEYS[2], ARGV[i], cjson.encode(held))
+  end
+end
+return 0
+"""
+
+
+class RedisVectors:
+    """Redis's vectors (hash ``P s:D:vectors``)."""
+
+    _client: Any
+
+    if TYPE_CHECKING:  # (the store's)
+
+        def _keys(self, session_id: str) -> Any: ...
+
+        def _run(self, script: Any, keys: Any, args: Any) -> Any: ...
+
+    def get_vectors(self, session_id: str, model: str, ids: Iterable[str]) -> dict[str, bytes]:
+        """See :meth:`MemoryVectors.get_vectors`."""
+        wanted = list(ids)
+        if not wanted:
+            return {}
+        found = self._client.hmget(self._keys(session_id).vectors, [ek(mid) for mid in wanted])
+        out: dict[str, bytes] = {}
+        key = ek(model)
+        for mid, raw in zip(wanted, found, strict=True):
+            if raw is not None:
+                text = _codec.loads(raw).get(key)
+                if isinstance(text, str):
+                    out[mid] = base64.b64decode(text)
+        return out
+
+    def put_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        """See :meth:`MemoryVectors.put_vectors`."""
+        if not vectors:
+            return
+        script = self.__dict__.get("_vectors_script")
+        if script is None:
+            script = self.__dict__["_vectors_script"] = self._client.register_script(PUT_VECTORS)
+        k = self._keys(session_id)
+        args: list[Any] = [ek(model)]
+        for mid, raw in vectors.items():
+            args += [ek(mid), base64.b64encode(bytes(raw)).decode("ascii")]
+        self._run(script, (k.bodies, k.vectors), args)
+
+
+for _mixin in (NoVectors, MemoryVectors, SQLiteVectors, PostgresVectors, RedisVectors):
+    guard_class(_mixin)  # (ids checked, driver errors translated, as every store method)
