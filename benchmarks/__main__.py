@@ -11,6 +11,7 @@
   (:mod:`benchmarks.retention`), and an agent session of tool outputs
   (:mod:`benchmarks.agent_session`);
 - the cost of one append at the 100th and the 10,000th message (:mod:`benchmarks.store_append`);
+- what hybrid recall costs on a stored 20,000-message session (:mod:`benchmarks.embeddings_cost`);
 - the cost of one LlamaIndex LLM call with 1, 100 and 1,000 live memories
   (:mod:`benchmarks.listener_cost`).
 
@@ -40,6 +41,7 @@ from typing import Any
 from benchmarks import (
     agent_progress,
     agent_session,
+    embeddings_cost,
     fact_retention,
     listener_cost,
     locomo,
@@ -200,6 +202,13 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             store_append.markdown(report["store_append"]),
         ]
+    if "embeddings_cost" in report:
+        parts += [
+            "",
+            "## What hybrid recall costs (a stored 20,000-message session)",
+            "",
+            embeddings_cost.markdown(report["embeddings_cost"]),
+        ]
     if "listener_cost" in report:
         parts += [
             "",
@@ -218,7 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated speed cell keys")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["speed", "retention", "locomo", "store", "listeners"],
+                        choices=["speed", "retention", "locomo", "store", "listeners",
+                                 "embeddings"],
                         help="repeatable")  # fmt: skip
     parser.add_argument("--out", type=Path, help="folder for results.md and results.json")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a floor fails")
@@ -262,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "store" not in args.skip:
         print("store appends ...", file=sys.stderr, flush=True)
         report["store_append"] = store_append.run(quick=args.quick)  # (every server that answers)
+    if "embeddings" not in args.skip:
+        print("hybrid recall's cost ...", file=sys.stderr, flush=True)
+        report["embeddings_cost"] = embeddings_cost.run(5_000 if args.quick else 20_000)
     if "listeners" not in args.skip:
         print("LLM calls with many live memories ...", file=sys.stderr, flush=True)
         report["listener_cost"] = listener_cost.run(quick=args.quick)

@@ -93,10 +93,12 @@ def kept_spans(text: str, keep: int) -> list[tuple[int, int]]:
         head_end, tail_start = _head_and_tail(text, keep - sum(b - a for a, b in kept))
         # the head ends at a line's end (a header it cuts through shows among the landmarks),
         # and holds the first line where that is short (a step's first line says what it is)
-        head_end = max(text.rfind("\n", 0, head_end + 1), 0) or head_end
+        head_end = max(text.rfind("\n", head_end // 2, head_end + 1), 0) or head_end
         if head_end < first_line <= keep * 0.6:
             head_end = first_line
     kept = [(a, b) for a, b in kept if head_end < a and b < tail_start]
+    if not kept:  # (no landmark left: the head and tail as a plain cut keeps them)
+        head_end, tail_start = _head_and_tail(text, keep)
     return [(0, head_end), *kept, (tail_start, len(text))]
 
 

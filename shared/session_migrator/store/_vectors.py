@@ -30,6 +30,10 @@ from session_migrator.store._guard import guard_class
 __all__ = ["MemoryVectors", "NoVectors", "PostgresVectors", "RedisVectors", "SQLiteVectors"]
 
 
+#: How many message ids one SQLite query asks for (under SQLite's bound on a query's parameters).
+_BATCH = 900
+
+
 class NoVectors:
     """The default of a store of one's own (a subclass of ``BaseSessionStore``): no vector is
     kept, so each fit embeds what it ranks again."""
@@ -103,15 +107,19 @@ class SQLiteVectors:
     def get_vectors(self, session_id: str, model: str, ids: Iterable[str]) -> dict[str, bytes]:
         """See :meth:`MemoryVectors.get_vectors`."""
         sid, key = ek(session_id), ek(model)
+        wanted = {ek(mid): mid for mid in ids}
         conn = self._conn()
         out: dict[str, bytes] = {}
-        for mid in ids:
-            row = conn.execute(
-                "SELECT vector FROM vectors WHERE session_id = ? AND message_id = ? AND model = ?",
-                (sid, ek(mid), key),
-            ).fetchone()
-            if row is not None:
-                out[mid] = bytes(row[0])
+        keys = list(wanted)
+        for start in range(0, len(keys), _BATCH):  # one query a batch, not one a message
+            batch = keys[start : start + _BATCH]
+            rows = conn.execute(
+                "SELECT message_id, vector FROM vectors WHERE session_id = ? AND model = ? "
+                f"AND message_id IN ({', '.join('?' * len(batch))})",
+                (sid, key, *batch),
+            )
+            for message_id, vector in rows:
+                out[wanted[message_id]] = bytes(vector)
         return out
 
     def put_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
