@@ -129,7 +129,12 @@ def create_agent_run(name: str, guarded: bool, mode: str = "invoke", blocks: boo
     return _turns(invoke, model)
 
 
-def tool_node_run(name: str, guarded: bool) -> Tally:
+def tool_node_run(name: str, guarded: bool, mode: str = "invoke") -> Tally:
+    """8 turns of a LangGraph loop (a model node on ``FitToModel``, a ``ToolNode``) on one
+    thread, run with ``mode``: ``invoke`` or ``astream`` (the model node async, the graph's
+    values streamed)."""
+    import asyncio
+
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
@@ -141,17 +146,26 @@ def tool_node_run(name: str, guarded: bool) -> Tally:
     def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [bound.invoke([SystemMessage(SYSTEM_PROMPT), *state["messages"]])]}
 
+    async def acall_model(state: MessagesState) -> dict[str, Any]:
+        reply = await bound.ainvoke([SystemMessage(SYSTEM_PROMPT), *state["messages"]])
+        return {"messages": [reply]}
+
     graph = StateGraph(MessagesState)
-    graph.add_node("model", call_model)
+    graph.add_node("model", acall_model if mode == "astream" else call_model)
     graph.add_node("tools", ToolNode([lookup]))
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", tools_condition)
     graph.add_edge("tools", "model")
     app = graph.compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "loop"}, "recursion_limit": RECURSION_LIMIT}
+    config: Any = {"configurable": {"thread_id": "loop"}, "recursion_limit": RECURSION_LIMIT}
+
+    async def streamed(inputs: Any) -> Any:
+        states = [state async for state in app.astream(inputs, config, stream_mode="values")]
+        return states[-1]
 
     def invoke(turn: int) -> str:
-        state = app.invoke({"messages": [("user", question(turn))]}, config)
+        inputs: Any = {"messages": [("user", question(turn))]}
+        state = asyncio.run(streamed(inputs)) if mode == "astream" else app.invoke(inputs, config)
         return str(state["messages"][-1].content)
 
     return _turns(invoke, model)

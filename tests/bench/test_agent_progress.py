@@ -35,6 +35,7 @@ SETUPS: dict[str, tuple[Run, int]] = {
         FUNCTION,
     ),
     "ToolNode loop": (lambda n, w: tool_node_run(n, True), FUNCTION),
+    "ToolNode loop async streamed": (lambda n, w: tool_node_run(n, True, "astream"), FUNCTION),
     "FunctionAgent streamed": (lambda n, w: li_run("function", "session", n, w, True), FUNCTION),
     "FunctionAgent not streamed": (
         lambda n, w: li_run("function", "session", n, w, True, streaming=False),
