@@ -205,7 +205,7 @@ def markdown(report: dict[str, Any]) -> str:
     if "embeddings_cost" in report:
         parts += [
             "",
-            "## What hybrid recall costs (a stored 20,000-message session)",
+            "## What hybrid recall costs on a stored session",
             "",
             embeddings_cost.markdown(report["embeddings_cost"]),
         ]
