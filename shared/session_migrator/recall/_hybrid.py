@@ -23,6 +23,7 @@ those they had.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -61,37 +62,62 @@ class HybridRecall:
         self.used = False
         self.embedded = 0
         self.fallbacks: list[str] = []
+        self._sims: tuple[str, _Floats] | None = None
 
     # -- what recall asks -------------------------------------------------------------------
 
     def similarities(self, turns: Sequence[Sequence[Message]], query: str) -> _Floats | None:
         """Each turn's cosine similarity to ``query`` (its best message's), or ``None`` when
         the model failed (then bm25 ranks alone, and :attr:`fallbacks` says why)."""
-        if self.failed is not None or not turns:
+        if not turns:
+            return None
+        return self._turn_similarities(
+            [m for turn in turns for m in turn], [len(t) for t in turns], query
+        )
+
+    def _turn_similarities(
+        self, flat: Sequence[Message], sizes: Sequence[int], query: str
+    ) -> _Floats | None:
+        """:meth:`similarities` of turns given as their messages in a row (``flat``) and each
+        turn's count of them (``sizes``)."""
+        if self.failed is not None or not sizes:
             return None
         question = _DAY_TOKENS.sub(" ", query).strip() or query
-        flat = [m for turn in turns for m in turn]
         try:
             at = self._rows_of(flat)
-            q = self._query_vector(question)
-            table = self.vectors.table
-            if len(at) and table.shape[1] != len(q):
-                raise ValueError(
-                    f"embedding model {self.embeddings.key!r} gave the question a vector of "
-                    f"{len(q)} numbers and the messages {table.shape[1]}"
-                )
+            by_row = self._by_row(question)
         except Exception as exc:
             self._fail(exc)
             return None
-        sims = (table[: len(self.vectors.rows)] @ q)[at] if len(at) else np.zeros(0)
-        sizes = np.array([len(t) for t in turns], dtype=np.int64)
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        out = np.full(len(turns), -1.0)
-        nonempty = sizes > 0
+        sims = by_row[at] if len(at) else np.zeros(0)
+        counts = np.asarray(sizes, dtype=np.int64)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        out = np.full(len(counts), -1.0)
+        nonempty = counts > 0
         if nonempty.any():
             out[nonempty] = np.maximum.reduceat(sims, starts[nonempty])
         self.used = True
         return out
+
+    def _by_row(self, question: str) -> _Floats:
+        """Every stored row's similarity to ``question``, computed once a fit for it (and again
+        when rows were added since)."""
+        table, n = self.vectors.table, len(self.vectors.rows)
+        held = self._sims
+        if held is not None and held[0] == question and len(held[1]) == n:
+            return held[1]
+        q = self._query_vector(question)
+        if table is None or n == 0:
+            by_row: _Floats = np.zeros(0)
+        else:
+            if table.shape[1] != len(q):
+                raise ValueError(
+                    f"embedding model {self.embeddings.key!r} gave the question a vector of "
+                    f"{len(q)} numbers and the messages {table.shape[1]}"
+                )
+            by_row = (table[:n] @ q).astype(np.float64)
+        self._sims = (question, by_row)
+        return by_row
 
     def asks_about_the_past(
         self,
@@ -106,20 +132,23 @@ class HybridRecall:
         Then recall gets the room a question about the past gets (a question that says so in
         its words, "what did we ...", gets it without a model). Every turn's messages are
         embedded for it (each once, as always)."""
-        starts = [k for k, u in enumerate(layout.units) if u.starts_turn]
+        units = layout.units
+        starts = [k for k, u in enumerate(units) if u.starts_turn]
         if len(starts) < 3:
             return False
-        bounds = [*starts[1:], len(layout.units)]
-        turns = [layout.units[a:b] for a, b in zip(starts, bounds, strict=True)][:-1]
-        sims = self.similarities(
-            [[messages[i] for u in t for i in u.indices] for t in turns], query
-        )
+        # the earlier turns' messages in a row, and how many each turn has (one pass)
+        counts = list(itertools.accumulate((len(u.indices) for u in units), initial=0))
+        sizes = [counts[b] - counts[a] for a, b in itertools.pairwise(starts)]
+        flat = [messages[i] for u in units[starts[0] : starts[-1]] for i in u.indices]
+        sims = self._turn_similarities(flat, sizes, query)
         if sims is None or not len(sims):
             return False
         best = len(sims) - 1 - int(np.argmax(sims[::-1]))  # (ties: the newest)
         used = 0
-        for k in range(len(turns) - 1, -1, -1):
-            used += sum(layout.unit_cost(u, messages, counter) for u in turns[k])
+        for k in range(len(sizes) - 1, -1, -1):
+            used += sum(
+                layout.unit_cost(u, messages, counter) for u in units[starts[k] : starts[k + 1]]
+            )
             if used > recent_room:
                 return best <= k
         return False
