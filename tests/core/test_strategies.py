@@ -434,7 +434,9 @@ def test_recall_gives_the_room_it_does_not_use_to_the_newest_turns(query: str) -
     kept = [m.id for m in recalled.messages if m.role != "system"]
     newest = kept[len(report.recalled_ids) :]
     trim_kept = [m.id for m in trimmed.messages if m.role != "system"]
-    assert len(newest) >= len(trim_kept) - 2, "at most one turn fewer than trim keeps"
+    # (the messages carry no time: the turns next to a hit come back with it, and take room)
+    neighbours = sum(1 for r in report.recalled_ids if r not in ("u1", "a1"))
+    assert len(newest) + neighbours >= len(trim_kept) - 2, "at most one turn fewer than trim"
     assert newest == trim_kept[len(trim_kept) - len(newest) :]
     largest_turn = max(
         O200K.count_message(messages[i]) + O200K.count_message(messages[i + 1])
@@ -443,7 +445,7 @@ def test_recall_gives_the_room_it_does_not_use_to_the_newest_turns(query: str) -
     note = O200K.count_message(recalled.messages[1])
     assert budget - report.tokens_after < largest_turn + note + 16
     if query == "penguin colonies":
-        assert report.recalled_ids[:2] == ["u1", "a1"]
+        assert {"u1", "a1"} <= set(report.recalled_ids)  # (with the turns next to it)
         assert kept.index("a1") < kept.index(newest[0])
 
 
@@ -462,7 +464,7 @@ def test_auto_offline_is_extractive_summary_with_recall() -> None:
 
 
 def test_auto_uses_a_configured_summarizer() -> None:
-    recorder = RecordingSummarizer()
+    recorder = RecordingSummarizer("What was said before.")  # (a list of every id is over)
     result = migrate(topical_chat(), window(900), strategy="auto", summarizer=recorder)
     assert recorder.calls
     assert result.report.summary is not None

@@ -332,8 +332,9 @@ class _CutTurns:
         return self._compact_costs
 
     def together(self, messages: Sequence[Message]) -> npt.NDArray[np.bool_]:
-        """Whether each turn and the next are of one conversation: next to each other, both
-        carrying a time (a store records it at append), said within :data:`SAME_CONVERSATION`."""
+        """Whether each turn and the next are of one conversation: next to each other, and
+        both said within :data:`SAME_CONVERSATION` (a store records a time at append), or
+        neither carrying a time (then being next to each other is all that is known)."""
         if self._together is None:
             turns = self.turns
             out = np.zeros(max(len(turns) - 1, 0), dtype=bool)
@@ -342,7 +343,10 @@ class _CutTurns:
                 if turns[k][-1].indices[-1] + 1 == nxt.indices[0]:  # next to each other
                     a = messages[turns[k][0].indices[0]].timestamp
                     b = messages[nxt.indices[0]].timestamp
-                    out[k] = a is not None and b is not None and abs(b - a) < SAME_CONVERSATION
+                    # (without times, turns next to each other are of one conversation)
+                    out[k] = (a is None and b is None) or (
+                        a is not None and b is not None and abs(b - a) < SAME_CONVERSATION
+                    )
             self._together = out
         return self._together
 

@@ -35,8 +35,19 @@ def stored_session() -> list[BaseMessage]:
     """
     out: list[BaseMessage] = []
     for n in range(40):
-        if n == 12:
-            out += [HumanMessage(f"Remember this. {FACT}"), AIMessage("Noted.")]
+        if n == 12:  # (amid small talk: not a neighbour, two turns near, of the forecast's)
+            out += [
+                HumanMessage("By the way, lovely weather today."),
+                AIMessage("Indeed it is."),
+                HumanMessage("Did you sleep well?"),
+                AIMessage("Like a log."),
+                HumanMessage(f"Remember this. {FACT}"),
+                AIMessage("Noted."),
+                HumanMessage("Thanks, that is all for now."),
+                AIMessage("You are welcome."),
+                HumanMessage("Enjoy your lunch."),
+                AIMessage("You too."),
+            ]
         out += [
             HumanMessage(f"Question {n} about the forecast. " + FILLER * 3),
             AIMessage(f"Answer {n}. " + FILLER * 3),
