@@ -3,7 +3,8 @@ the current turn vanishes from what the model is sent. A function call and its r
 action and its ``Observation:``, a CodeAct ``<execute>`` and its ``Result of executing the code
 given:`` (several results in one message) are each there, whole or shrunk, the result still read
 as one (its first line kept) and, where it holds up to three results, every result's header in
-view; or the fit raises a ``BudgetError`` that says the current turn does not fit."""
+view; or the fit raises a ``BudgetError`` naming a budget over the one it was given (the turn,
+or the system prompt and the question, do not fit)."""
 
 from __future__ import annotations
 

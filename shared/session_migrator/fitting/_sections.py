@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from session_migrator.messages._messages import Message
 
-__all__ = ["cut_around", "kept_spans", "text_of"]
+__all__ = ["Lines", "cut_around", "kept_spans", "lines_of", "text_of"]
 
 _DIGITS = re.compile(r"\d+")
 #: A cut part has sections where at least one of its lines in this many is in a run of alike
@@ -51,24 +51,34 @@ def _head_and_tail(text: str, keep: int) -> tuple[int, int]:
     return head_end, tail_start
 
 
-def _landmarks(text: str, start: int, end: int, room: int) -> list[tuple[int, int]]:
-    """The spans of the lines of ``text[start:end]`` that stand alone between runs of alike
-    lines, in order, as many as ``room`` characters hold (the headers first); none where that
-    part has no runs."""
+Lines = tuple[list[tuple[int, int]], list[str]]
+
+
+def lines_of(text: str) -> Lines:
+    """Each line's span in ``text`` and its kind (:func:`_shape`): what :func:`kept_spans`
+    reads, made once for a text cut at several sizes."""
     spans: list[tuple[int, int]] = []
     position = 0
     for line in text.split("\n"):
         spans.append((position, position + len(line)))
         position += len(line) + 1
-    shapes = [_shape(text[a:b]) for a, b in spans]
+    return spans, [_shape(text[a:b]) for a, b in spans]
+
+
+def _landmarks(lines: Lines, start: int, end: int, room: int) -> list[tuple[int, int]]:
+    """The spans of the lines between ``start`` and ``end`` that stand alone between runs of
+    alike lines, in order, as many as ``room`` characters hold (the headers first); none where
+    that part has no runs."""
+    spans, shapes = lines
     inside = [k for k, (a, b) in enumerate(spans) if a > start and b < end]
     alone = [k for k in inside if shapes[k] and shapes[k - 1] != shapes[k] != shapes[k + 1]]
     if not alone or _RUN_SHARE * len(alone) > len(inside):
         return []
     # a header (a line that opens a run) before a footer, in order, as many as the room holds
     opens = [k for k in alone if k + 2 < len(spans) and shapes[k + 1] == shapes[k + 2]]
+    headers = set(opens)
     chosen: list[int] = []
-    for k in opens + [k for k in alone if k not in set(opens)]:
+    for k in opens + [k for k in alone if k not in headers]:
         a, b = spans[k]
         room -= b - a + 1
         if room < 0:
@@ -77,16 +87,19 @@ def _landmarks(text: str, start: int, end: int, room: int) -> list[tuple[int, in
     return [spans[k] for k in sorted(chosen)]
 
 
-def kept_spans(text: str, keep: int) -> list[tuple[int, int]]:
+def kept_spans(text: str, keep: int, lines: Lines | None = None) -> list[tuple[int, int]]:
     """The spans of ``text`` a cut to about ``keep`` characters keeps, in order: its head, the
-    lines that mark its sections (see the module's docstring), its tail."""
+    lines that mark its sections (see the module's docstring), its tail. ``lines``: the text's
+    :func:`lines_of`, where the caller cuts it at several sizes."""
     head_end, tail_start = _head_and_tail(text, keep)
     if head_end >= tail_start:
         return [(0, len(text))]
+    if lines is None:
+        lines = lines_of(text)
     first_line = text.find("\n")
     kept: list[tuple[int, int]] = []
     for _ in range(2):  # the head and tail give room to the landmarks, which may show more
-        found = _landmarks(text, head_end, tail_start, keep // 2)
+        found = _landmarks(lines, head_end, tail_start, keep // 2)
         if not found:
             break
         kept = found

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from session_migrator.counting._counter import TokenCounter
-from session_migrator.fitting._sections import cut_around, kept_spans
+from session_migrator.fitting._sections import cut_around, kept_spans, lines_of
 from session_migrator.messages._messages import MARKER_KEY, Message
 
 if TYPE_CHECKING:
@@ -55,8 +55,9 @@ def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
         return short if counter.count_text(short) <= target else ""
     chars_per_token = len(text) / max(total, 1)
     budget_chars = keep * chars_per_token
+    lines = lines_of(text)  # (read once, however many sizes are tried)
     for _ in range(12):
-        spans = kept_spans(text, int(budget_chars))
+        spans = kept_spans(text, int(budget_chars), lines)
         candidate = cut_around(text, spans, lambda gap: _marker(counter.count_text(gap)))
         used = counter.count_text(candidate)
         if used <= target:
