@@ -328,7 +328,7 @@ def test_a_kept_cut_counts_a_recalled_tool_output_shrunk_since_it_was_cut() -> N
 def _errands() -> list[Message]:
     """A fact (the locker code) in the first turn, said days before the 40 turns of the same
     routine that follow (so it is no neighbour of theirs in one conversation)."""
-    filler = "We went over the release notes and the staging checks in detail again. " * 6
+    filler = "We went over the release checklist and the staging checks in detail again. " * 6
     earlier = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
     log = [Message("system", "You help with errands.", id="sys")]
     log += [

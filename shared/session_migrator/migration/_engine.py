@@ -52,6 +52,10 @@ class _Engine:
     recall_share: float
     name: str
     max_summary_tokens: int = SUMMARY_MAX_TOKENS
+    #: The summary's room is recall's first: the turns recall finds relevant take it, and only
+    #: what they leave is summarized (the offline summary's: it carries little of what a
+    #: question needs where recall finds turns that hold it, see docs/strategies.md)
+    summary_yields: bool = False
 
     def run(
         self,
@@ -195,16 +199,20 @@ class _Engine:
 
         recalled: list[Message] = []
         recalled_at: list[int] = []
-        recall_room = recalled_cost = grew = 0
+        recall_room = first_room = recalled_cost = grew = 0
         if self.recall and any(recent.cut):
             note_room = note_reserve(messages, layout, counter)
             # (the lead says on which days the recalled turns were said: room for that line)
             when_room = (
                 WHEN_RESERVE if messages[-1].timestamp and available > 10 * WHEN_RESERVE else 0
             )
-            recall_room = (
-                room - when_room - max(note_room, self._summary_room(available, summary_share))
-            )
+            summary_room = self._summary_room(available, summary_share)
+            recall_room = room - when_room - max(note_room, summary_room)
+            # a summary that yields: the turns recall finds may take its room too (what they
+            # leave is the summary's); the newest turns take only what recall left of its own
+            first_room = recall_room
+            if self.summary_yields:
+                first_room += max(0, summary_room - note_room)
             # imported here: recall brings numpy in, which a fit without it does not need
             from session_migrator.recall._recall import fill_turns, recall_turns
 
@@ -212,7 +220,7 @@ class _Engine:
                 messages,
                 layout,
                 recent.cut,
-                recall_room,
+                first_room,
                 counter,
                 search,
                 incremental=len([r for r in recent.cut if r]) == 1 and layout.contiguous,
@@ -226,7 +234,7 @@ class _Engine:
                 messages,
                 layout,
                 recent,
-                recall_room - recalled_cost,
+                max(0, recall_room - recalled_cost),
                 counter,
                 recalled_at[-1] if recalled_at else -1,
             )
@@ -236,7 +244,7 @@ class _Engine:
             # what neither took (the newest turns stop at the newest recalled one) goes to
             # the newest cut turns not recalled, so the budget is used
             more, more_cost = fill_turns(
-                messages, layout, recent.cut, recall_room - recalled_cost - grew, counter,
+                messages, layout, recent.cut, max(0, recall_room - recalled_cost - grew), counter,
                 recalled_at,
             )  # fmt: skip
             if more:
@@ -319,7 +327,7 @@ class _Engine:
                 counter.count_message(lead) if lead is not None else 0,
                 summary,
                 span,
-                recall_room,
+                first_room,
                 grew,
                 query,
                 recalled,

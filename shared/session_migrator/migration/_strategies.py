@@ -149,6 +149,8 @@ class AutoStrategy(_Strategy):
     """The configured summarizer with query-aware recall; offline, the extractive summarizer
     with recall (the best offline retention in the fact-retention benchmark). The summary takes
     a fifth of the room, at most ``max_summary_tokens``; recall and the newest turns the rest.
+    The offline summary yields: the cut turns recall finds may take its room too, and it is
+    written in what they leave.
     """
 
     name = "auto"
@@ -158,7 +160,13 @@ class AutoStrategy(_Strategy):
     ) -> None:
         self.summarizer = summarizer or ExtractiveSummarizer()
         self._engine = _Engine(
-            self.summarizer, True, 0.2, 0.3, self.name, _positive(max_summary_tokens)
+            self.summarizer,
+            True,
+            0.2,
+            0.3,
+            self.name,
+            _positive(max_summary_tokens),
+            summary_yields=isinstance(self.summarizer, ExtractiveSummarizer),
         )
 
 
