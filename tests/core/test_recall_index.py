@@ -8,6 +8,7 @@ import sqlite3
 import threading
 from unittest.mock import patch
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -57,6 +58,12 @@ def test_the_kept_index_over_many_segments_and_dropped_documents_ranks_as_a_fres
             ):
                 fresh = rank_by_relevance([docs[k] for k in current], query)
                 assert index.rank(query) == [(current[i], score) for i, score in fresh]
+                # and with the second hop
+                fresh = rank_by_relevance([docs[k] for k in current], query, hop=True)
+                at, scores = index.ranked(query, hop=True)
+                assert list(zip(at.tolist(), scores.tolist(), strict=True)) == [
+                    (current[i], score) for i, score in fresh
+                ]
         index.close()
 
 
@@ -290,3 +297,40 @@ def test_a_cut_part_growing_a_turn_at_a_time_keeps_few_segments() -> None:
     query = "zeta kappa locker"
     assert index.rank(query) == rank_by_relevance([docs[k] for k in range(len(docs))], query)
     index.close()
+
+
+def test_the_second_hop_finds_a_turn_that_names_what_the_best_turn_names() -> None:
+    # the question's words are in one turn only; the turn that says more of the same (the
+    # sister's name, the town) shares none of them, and only the second hop brings it
+    filler = [f"We spoke about the {w} plans for the week." for w in WORDS]
+    docs = [
+        *filler,
+        "My sister Odalys moved north to Tromso last spring.",
+        *filler,
+        "Odalys wrote that the northern lights over Tromso are unreal.",
+        "Tromso is far; Odalys flies home at Christmas.",
+        *filler,
+    ]
+    best, later = len(filler), 2 * len(filler) + 1
+    question = "Where does my sister live now?"
+    plain = [k for k, _ in rank_by_relevance(docs, question)]
+    assert plain[0] == best
+    assert later not in plain
+    hopped = [k for k, _ in rank_by_relevance(docs, question, hop=True)]
+    assert hopped[0] == best
+    assert later in hopped[1:3]
+    assert set(hopped[3:]).isdisjoint({later, later + 1})
+    index: RelevanceIndex[int] = RelevanceIndex(docs.__getitem__)
+    index.sync({k: k for k in range(len(docs))})
+    assert index.ranked(question, hop=True)[0].tolist() == hopped
+    index.close()
+
+
+def test_the_second_hop_adds_stems_held_by_two_documents_at_least_and_not_asked() -> None:
+    stems = _bm25.feedback_stems(
+        [["odaly", "tromso", "sister", "uniqu"]],
+        lambda asked: np.array([{"odaly": 3, "tromso": 2, "uniqu": 1}.get(a, 9) for a in asked]),
+        documents=10,
+        asked={"sister"},
+    )
+    assert stems == ["odaly", "tromso"]  # ("uniqu" is in this turn alone)

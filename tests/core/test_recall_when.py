@@ -110,3 +110,23 @@ def test_a_question_about_the_past_gives_recall_the_room_the_newest_turns_would_
     assert recalled("Which quiet central table did I reserve before?") > recalled(
         "Find a quiet central table to reserve."
     )
+
+
+def test_the_lead_dates_each_run_of_recalled_messages_the_named_day_first() -> None:
+    from session_migrator.recall._when import when_line
+
+    days = [START + timedelta(days=d) for d in (0, 3, 7)]
+    recalled = [
+        Message("user", f"m{k}", id=f"m{k}", timestamp=days[k // 2] + timedelta(minutes=k))
+        for k in range(6)
+    ]
+    newest = Message("user", "q", id="q", timestamp=START + timedelta(days=30))
+    line = when_line(recalled, [*recalled, newest])
+    assert line.endswith(
+        "Of the earlier messages brought back below, 1-2 were said on Mon 2 Feb 2026, "
+        "3-4 on Thu 5 Feb 2026, 5-6 on Mon 9 Feb 2026."
+    )
+    assert line.startswith("This session was last active 22 days ago, on Mon 9 Feb 2026.")
+    # room for one day: the day the question names, with the places of its messages
+    one = when_line(recalled, [*recalled, newest], days_shown=1, named=[days[2].date()])
+    assert one.endswith("5-6 were said on Mon 9 Feb 2026 (and others on 2 more days).")

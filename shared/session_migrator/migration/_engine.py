@@ -29,13 +29,13 @@ from session_migrator.fitting._working import (
 from session_migrator.messages._messages import Message
 from session_migrator.migration._steady import Steady, again, ids_without
 from session_migrator.recall._embeddings import active
-from session_migrator.recall._when import about_the_past, day_tokens, when_line
+from session_migrator.recall._when import about_the_past, day_tokens, named_days, when_line
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
 #: The share of the room recall may take when the question is about the past.
 PAST_RECALL_SHARE = 0.7
 #: The room kept for the lead's line on when the recalled turns were said.
-WHEN_RESERVE = 80
+WHEN_RESERVE = 120
 #: The most room a summary of the cut part is given, however large the window: past this, turns
 #: kept verbatim are worth more than more summary (a user's turns are summarized last).
 SUMMARY_MAX_TOKENS = 4_096
@@ -199,13 +199,11 @@ class _Engine:
 
         recalled: list[Message] = []
         recalled_at: list[int] = []
-        recall_room = first_room = recalled_cost = grew = 0
+        recall_room = first_room = recalled_cost = grew = when_room = 0
         if self.recall and any(recent.cut):
             note_room = note_reserve(messages, layout, counter)
             # (the lead says on which days the recalled turns were said: room for that line)
-            when_room = (
-                WHEN_RESERVE if messages[-1].timestamp and available > 10 * WHEN_RESERVE else 0
-            )
+            when_room = min(WHEN_RESERVE, available // 10) if messages[-1].timestamp else 0
             summary_room = self._summary_room(available, summary_share)
             recall_room = room - when_room - max(note_room, summary_room)
             # a summary that yields: the turns recall finds may take its room too (what they
@@ -267,10 +265,11 @@ class _Engine:
         if left_out:
             # the days the recalled turns were said on, and how long the session was idle
             when, when_cost = "", 0
-            for shown in (6, 3, 1, 0) if messages[-1].timestamp else ():
-                when = when_line(recalled, messages, shown)
+            named = named_days(query, messages[-1].timestamp) if messages[-1].timestamp else []
+            for shown in (12, 6, 3, 1, 0) if messages[-1].timestamp else ():
+                when = when_line(recalled, messages, shown, named)
                 when_cost = counter.count_text(when) + 2 if when else 0
-                if when_cost <= WHEN_RESERVE:
+                if when_cost <= (when_room or WHEN_RESERVE):  # (the room kept for it)
                     break
                 when, when_cost = "", 0
             if self.summarizer is not None:
@@ -286,6 +285,8 @@ class _Engine:
                 covered = left_out if summary is not None else []
             if lead is None:
                 lead = note(left_out, room - when_cost, counter)
+                if lead is None and when_cost:  # (the note first, the days if they fit)
+                    lead = note(left_out, room, counter)
             if lead is not None and when:
                 dated = lead.replace(content=f"{lead.text}\n{when}")
                 if counter.count_message(dated) <= room:

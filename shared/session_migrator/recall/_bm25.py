@@ -53,6 +53,56 @@ _BATCH_CHARS = 2_000_000
 _MERGE_RATIO = 2
 
 
+#: The second hop (pseudo-relevance feedback, as RM3 does): the question is searched again by
+#: the :data:`FEEDBACK_TERMS` stems that its :data:`FEEDBACK_DOCS` best documents hold and it
+#: does not (the people, places and things they name; each stem weighed by its idf and by how
+#: short the documents holding it are), and the two rankings add up, the second's at
+#: :data:`FEEDBACK_WEIGHT` (each scaled to its best score). A turn that answers the question in
+#: words other than the question's, but names what the best turns name, so ranks higher.
+FEEDBACK_DOCS = 5
+FEEDBACK_TERMS = 10
+FEEDBACK_WEIGHT = 0.5
+
+
+def feedback_stems(
+    top: Sequence[list[str]], holding: Callable[[list[str]], _Ints], documents: int, asked: set[str]
+) -> list[str]:
+    """The second hop's stems (see :data:`FEEDBACK_DOCS`): of the stems of the best documents
+    (``top``, each document's distinct stems), those not ``asked`` and held by at least two of
+    the ``documents`` (``holding``: how many hold each), by weight."""
+    candidates = sorted({s for stems in top for s in stems if s not in asked})
+    candidates = [s for s in candidates if not s.startswith("smday")]  # (days: see _when)
+    if not candidates or documents < 2:
+        return []
+    held = dict(zip(candidates, holding(candidates).tolist(), strict=True))
+    weight: dict[str, float] = {}
+    for stems in top:
+        share = 1.0 / max(len(stems), 1)
+        for stem in stems:
+            n = held.get(stem, 0)
+            if n >= 2:
+                weight[stem] = weight.get(stem, 0.0) + share * math.log(documents / n)
+    best = sorted(weight.items(), key=lambda item: (-item[1], item[0]))
+    # (in the order a question's stems come in, so that every ranking sums alike)
+    return sorted(stem for stem, w in best[:FEEDBACK_TERMS] if w > 0.0)
+
+
+def _with_feedback(
+    first: tuple[_Ints, _Floats], second: tuple[_Ints, _Floats]
+) -> tuple[_Ints, _Floats]:
+    """Two rankings (keys and scores, best first) added up, each scaled to its best score and
+    the second weighed by :data:`FEEDBACK_WEIGHT`; best first (ties: the later key first)."""
+    (k1, s1), (k2, s2) = first, second
+    if not len(k2):
+        return first
+    keys = np.concatenate((k1, k2))
+    values = np.concatenate((s1 / s1[0], FEEDBACK_WEIGHT * s2 / s2[0]))
+    unique, at = np.unique(keys, return_inverse=True)
+    total = np.bincount(at, weights=values, minlength=len(unique))
+    order = np.lexsort((-unique, -total))
+    return unique[order], total[order].astype(np.float64, copy=False)
+
+
 def _rarest(counts: _Ints) -> _Ints:
     """Positions of the stems to search by, given how many documents hold each: those in some
     document, the :data:`MAX_QUERY_TERMS` rarest of them (ties to the earlier), in order.
@@ -101,12 +151,16 @@ def _best_first(scores: _Floats, keys: _Ints, increasing: bool) -> tuple[_Ints, 
     return keys[at], scores[at]
 
 
-def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, float]]:
+def rank_by_relevance(
+    documents: Sequence[str], query: str, hop: bool = False
+) -> list[tuple[int, float]]:
     """Indices of ``documents`` matching ``query``, most relevant first, with bm25 scores.
 
     Scores are higher the better; ties go to the later document. Documents with none of the
     query's stems are left out. Porter stemming and Unicode folding apply. A question of more
-    than :data:`MAX_QUERY_TERMS` stems is searched by its rarest ones.
+    than :data:`MAX_QUERY_TERMS` stems is searched by its rarest ones. With ``hop``, a second
+    hop (see :data:`FEEDBACK_DOCS`) is added in (the scores are then each ranking's share of
+    its best, added up).
 
     Many documents are indexed in two halves at once, in a worker thread and this one (SQLite
     tokenizes without holding the GIL): the index is most of a cold migration's time beside
@@ -116,6 +170,7 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
         return []
     tokenizer = _Tokenizer()
     parts: list[_Part] = []
+    n = len(documents)
     try:
         stems = tokenizer.stems(query)
         if not stems:
@@ -130,36 +185,51 @@ def rank_by_relevance(documents: Sequence[str], query: str) -> list[tuple[int, f
                     parts.append(later.result())  # (closed below, even if the first failed)
         else:
             parts.append(_Part(tokenizer.con, documents, 0))
-        counts = np.zeros(len(stems), dtype=np.int64)
-        for part in parts:
-            counts += part.holding(stems)
-        chosen = _rarest(counts)
-        if not len(chosen):
-            return []
-        picked = [stems[k] for k in chosen.tolist()]
-        n = len(documents)
         lengths = np.zeros(n, dtype=np.float64)
-        docs: list[_Small] = []
-        tfs: list[_Small] = []
-        terms: list[_Ints] = []
-        where = {stem: k for k, stem in enumerate(picked)}
         for part in parts:
-            postings = part.postings(picked)
             part.lengths(lengths)
-            ids = np.array([where[t] for t in postings.terms], dtype=np.int64)
-            terms.append(ids[postings.term])
-            docs.append(postings.doc.astype(np.int64) + part.first)
-            tfs.append(postings.tf)
+
+        def holding(searched: list[str]) -> _Ints:
+            counts = np.zeros(len(searched), dtype=np.int64)
+            for part in parts:
+                counts += part.holding(searched)
+            return counts
+
+        def ranking(searched: list[str]) -> tuple[_Ints, _Floats]:
+            counts = holding(searched)
+            chosen = _rarest(counts)
+            if not len(chosen):
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+            picked = [searched[k] for k in chosen.tolist()]
+            docs: list[_Small] = []
+            tfs: list[_Small] = []
+            terms: list[_Ints] = []
+            where = {stem: k for k, stem in enumerate(picked)}
+            for part in parts:
+                postings = part.postings(picked)
+                ids = np.array([where[t] for t in postings.terms], dtype=np.int64)
+                terms.append(ids[postings.term])
+                docs.append(postings.doc.astype(np.int64) + part.first)
+                tfs.append(postings.tf)
+            # each document is in one part, its postings in stem order: its sum is taken in
+            # that order
+            idf = _idfs(n, counts[chosen])[np.concatenate(terms)]
+            scores = _scores(
+                np.concatenate(docs), np.concatenate(tfs), idf, lengths, float(lengths.sum()) / n
+            )
+            return _best_first(scores, np.arange(n, dtype=np.int64), True)
+
+        found = ranking(stems)
+        if hop and len(found[0]):
+            top = [tokenizer.stems(documents[k]) for k in found[0][:FEEDBACK_DOCS].tolist()]
+            more = feedback_stems(top, holding, n, set(stems))
+            if more:
+                found = _with_feedback(found, ranking(more))
     finally:
         for part in parts[1:]:
             part.con.close()
         tokenizer.close()
-    # each document is in one part, its postings in stem order: its sum is taken in that order
-    idf = _idfs(n, counts[chosen])[np.concatenate(terms)]
-    scores = _scores(
-        np.concatenate(docs), np.concatenate(tfs), idf, lengths, float(lengths.sum()) / n
-    )
-    keys, values = _best_first(scores, np.arange(n, dtype=np.int64), True)
+    keys, values = found
     return list(zip(keys.tolist(), values.tolist(), strict=True))
 
 
@@ -292,8 +362,9 @@ class RelevanceIndex(Generic[_Doc]):
         self._questions = _Tokenizer()
         self._docs: dict[int, _Doc] = {}
         self._reset()
-        # the last ranking: its question, keys and scores
+        # the last ranking: its question, keys and scores (and with the second hop)
         self._ranked: tuple[str, _Ints, _Floats] | None = None
+        self._hopped: tuple[str, _Ints, _Floats] | None = None
 
     def _reset(self) -> None:
         self._slot: dict[int, int] = {}  # key -> slot
@@ -320,7 +391,7 @@ class RelevanceIndex(Generic[_Doc]):
         new = [k for k in documents if k not in held]
         if not gone and not new:
             return
-        self._ranked = None
+        self._ranked = self._hopped = None
         dead = self._slots - len(self._slot) + len(gone)
         if gone and dead > len(held) - len(gone):
             # more dropped than held, all told: index what stays again rather than keep the
@@ -405,9 +476,34 @@ class RelevanceIndex(Generic[_Doc]):
         keys, scores = self._rank(query)
         return list(zip(keys.tolist(), scores.tolist(), strict=True))
 
-    def ranked(self, query: str) -> tuple[_Ints, _Floats]:
-        """:meth:`rank` as arrays: the keys and their scores, best first."""
-        return self._rank(query)
+    def ranked(self, query: str, hop: bool = False) -> tuple[_Ints, _Floats]:
+        """:meth:`rank` as arrays: the keys and their scores, best first; with ``hop``, with
+        the second hop added in, as :func:`rank_by_relevance` adds it."""
+        if not hop:
+            return self._rank(query)
+        if self._hopped is not None and self._hopped[0] == query:
+            return self._hopped[1], self._hopped[2]
+        found = self._rank(query)
+        if len(found[0]):
+            questions = self._questions
+            top = [
+                questions.stems(self._text(self._docs[k]))
+                for k in found[0][:FEEDBACK_DOCS].tolist()
+            ]
+            asked = set(questions.stems(query))
+            more = feedback_stems(top, self._holding, len(self._docs), asked)
+            if more:
+                found = _with_feedback(found, self._scored(more))
+        self._hopped = (query, *found)
+        return found
+
+    def _holding(self, stems: list[str]) -> _Ints:
+        """How many of the documents held hold each of ``stems``."""
+        get = self._vocab.get
+        ids = np.array([get(s, -1) for s in stems], dtype=np.int64)
+        counts = self._df.take(ids, mode="clip") if len(self._df) else np.zeros_like(ids)
+        counts[ids < 0] = 0
+        return counts
 
     def ranked_keys(self, query: str) -> _Ints:
         """:meth:`rank`'s keys alone."""
@@ -417,17 +513,22 @@ class RelevanceIndex(Generic[_Doc]):
         """The same query on the same documents is answered from the last ranking."""
         if self._ranked is not None and self._ranked[0] == query:
             return self._ranked[1], self._ranked[2]
+        stems = self._questions.stems(query) if self._docs else []
+        found = self._scored(stems)
+        self._ranked = (query, *found)
+        return found
+
+    def _scored(self, stems: list[str]) -> tuple[_Ints, _Floats]:
+        """The documents holding any of ``stems`` (the rarest :data:`MAX_QUERY_TERMS`), best
+        first, and their scores."""
         held = len(self._docs)
-        stems = self._questions.stems(query) if held else []
         get = self._vocab.get
         ids = np.array([get(s, -1) for s in stems], dtype=np.int64)
         counts = self._df.take(ids, mode="clip") if len(self._df) else np.zeros_like(ids)
         counts[ids < 0] = 0
         chosen = _rarest(counts)
         if not len(chosen):
-            none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
-            self._ranked = (query, *none)
-            return none
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         wanted = ids[chosen]
         idf = _idfs(held, counts[chosen])
         docs: list[_Small] = []
@@ -455,9 +556,7 @@ class RelevanceIndex(Generic[_Doc]):
         )
         if size > held:  # some documents were dropped: their postings are still there
             scores[~self._alive[:size]] = 0.0
-        keys, values = _best_first(scores, self._keys[:size], self._increasing)
-        self._ranked = (query, keys, values)
-        return keys, values
+        return _best_first(scores, self._keys[:size], self._increasing)
 
     def close(self) -> None:
         self._tokenizer.close()

@@ -76,11 +76,12 @@ def recall_turns(
             held.index.sync({key: held.turns[k] for key, k in held.keys.items()})
             cache["recall"] = held
     turns = held.turns
+    # (each ranking with its second hop: the stems its best turns share, see _bm25)
     if held.index is not None:
-        keys, scores = held.index.ranked(query)
+        keys, scores = held.index.ranked(query, hop=True)
         found = held.positions(keys)
     else:
-        ranked = rank_by_relevance([document(t) for t in turns], query)
+        ranked = rank_by_relevance([document(t) for t in turns], query, hop=True)
         found = np.array([k for k, _ in ranked], dtype=np.int64)
         scores = np.array([v for _, v in ranked], dtype=np.float64)
     hybrid = active()  # with an embedding model: bm25 and dense similarity, fused

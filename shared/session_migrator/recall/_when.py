@@ -16,7 +16,7 @@ from datetime import date, datetime, timedelta
 
 from session_migrator.messages._messages import Message
 
-__all__ = ["about_the_past", "day_token", "day_tokens", "gap_note", "when_line"]
+__all__ = ["about_the_past", "day_token", "day_tokens", "gap_note", "named_days", "when_line"]
 
 _MONTH_NAMES = (
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
@@ -102,26 +102,56 @@ def gap_note(messages: Sequence[Message]) -> str | None:
     return f"last active {days} day{'s' if days != 1 else ''} ago, on {show_day(before)}"
 
 
-def when_line(recalled: Sequence[Message], messages: Sequence[Message], days_shown: int = 6) -> str:
+def when_line(
+    recalled: Sequence[Message],
+    messages: Sequence[Message],
+    days_shown: int = 6,
+    named: Sequence[date] = (),
+) -> str:
     """What a lead note says of time: the session's idle gap before the newest message, if
-    any, and the days the recalled messages were said on (those of another day than the
-    newest message's)."""
+    any, and the day each run of recalled messages was said on (those of another day than the
+    newest message's), by their places among the messages brought back: at most
+    ``days_shown`` days, those ``named`` (the days a question names, by month and day) first,
+    then the earliest."""
     gap = gap_note(messages)
     parts: list[str] = [f"This session was {gap}."] if gap else []
     newest = messages[-1].timestamp if messages else None
     today = newest.date() if newest else None
-    days: dict[str, int] = {}
-    for m in recalled:
-        if m.timestamp is not None and m.timestamp.date() != today:
-            label = show_day(m.timestamp)
-            days[label] = days.get(label, 0) + 1
-    if days and days_shown > 0:
-        shown = [f"{n} from {day}" for day, n in list(days.items())[:days_shown]]
-        more = len(days) - len(shown)
+    runs: list[tuple[date, int, int]] = []  # (day, first, last): places from 1
+    for place, m in enumerate(recalled, 1):
+        when = m.timestamp
+        if when is None or when.date() == today:
+            continue
+        day = when.date()
+        if runs and runs[-1][0] == day and runs[-1][2] == place - 1:
+            runs[-1] = (day, runs[-1][1], place)
+        else:
+            runs.append((day, place, place))
+    if runs and days_shown > 0:
+        days = list(dict.fromkeys(day for day, _, _ in runs))
+        asked = {(d.month, d.day) for d in named}
+        first = [d for d in days if (d.month, d.day) in asked]
+        chosen = set((first + [d for d in days if d not in first])[:days_shown])
+        shown = [
+            f"{a}-{b} on {show_day(_at(day))}" if b > a else f"{a} on {show_day(_at(day))}"
+            for day, a, b in runs
+            if day in chosen
+        ]
+        more = len(days) - len(chosen)
         parts.append(
-            "The earlier messages brought back below, in order: "
-            + ", ".join(shown)
-            + (f" and {more} more days" if more > 0 else "")
+            "Of the earlier messages brought back below, "
+            + ", ".join(shown[:1]).replace(" on ", " were said on ", 1)
+            + "".join(f", {item}" for item in shown[1:])
+            + (f" (and others on {more} more day{'s' if more != 1 else ''})" if more else "")
             + "."
         )
     return " ".join(parts)
+
+
+def _at(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day)
+
+
+def named_days(question: str, now: datetime | None = None) -> list[date]:
+    """The days ``question`` names (``now``: when it is asked, for "yesterday")."""
+    return _dates(question, now)
