@@ -9,7 +9,8 @@ steps are timed by wrapping the functions that do them:
 
 - ``fit``: the whole re-fit;
 - ``recall``: choosing the cut turns to bring back (``recall_turns``), which holds
-- ``rank``: ranking the cut turns for the question (``RelevanceIndex._rank``), which holds
+- ``rank``: ranking the cut turns for the question, its second hop too
+  (``RelevanceIndex.ranked``), which holds
 - ``stems``: the question's stems (from the memo, FTS5 for the words not in it);
 - ``ids``: listing the ids left out (``ids_without``).
 
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 _STEPS = (
     ("fit", "session_migrator.sessions._fitter:SessionFitter", "fit"),
     ("recall", "session_migrator.recall._recall", "recall_turns"),
-    ("rank", "session_migrator.recall._bm25:RelevanceIndex", "_rank"),
+    ("rank", "session_migrator.recall._bm25:RelevanceIndex", "ranked"),
     ("stems", "session_migrator.recall._fts:_Tokenizer", "stems"),
     ("ids", "session_migrator.migration._steady", "ids_without"),
 )

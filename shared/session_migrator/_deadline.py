@@ -9,12 +9,13 @@ left) and the caller goes on.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Deadline", "DeadlinePassed", "retry_wait"]
+__all__ = ["Deadline", "DeadlinePassed", "Pending", "retry_wait"]
 
 #: HTTP statuses worth another attempt (as the ``openai`` SDK retries them).
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -51,6 +52,11 @@ class Deadline:
     def call(self, attempt: Callable[..., Any], *args: Any) -> Any:
         """``attempt(*args, seconds_left)``, or :class:`DeadlinePassed` when it does not return
         in time; its exception is raised here."""
+        return self.start(attempt, *args).result()
+
+    def start(self, attempt: Callable[..., Any], *args: Any) -> Pending:
+        """:meth:`call` begun: the attempt runs meanwhile, :meth:`Pending.result` waits for it
+        (within what is left of the deadline then)."""
         left = self.left()
         if left <= 0:
             raise DeadlinePassed(self._passed())
@@ -62,21 +68,73 @@ class Deadline:
             except BaseException as exc:  # (handed to the caller's thread)
                 outcome.append((False, exc))
 
-        worker = threading.Thread(target=run, name="session-migrator-deadline", daemon=True)
-        worker.start()
-        worker.join(left + _GRACE)  # (the attempt's own timeout, when it has one, speaks first)
-        if not outcome:
-            raise DeadlinePassed(self._passed())
-        ok, value = outcome[0]
-        if ok:
-            return value
-        raise value
+        done = threading.Event()
+        _WORKERS.run(run, done)
+        return Pending(self, done, outcome)
 
     def _passed(self) -> str:
         return (
             f"no complete reply within the {self.seconds:g} s deadline (timeout=, covering every "
             "retry); the server is slow, silent or trickling its reply"
         )
+
+
+class Pending:
+    """An attempt :meth:`Deadline.start` began."""
+
+    def __init__(self, deadline: Deadline, done: threading.Event, outcome: list[Any]) -> None:
+        self._deadline, self._done, self._outcome = deadline, done, outcome
+
+    def result(self) -> Any:
+        """The attempt's value (its exception raised here), or :class:`DeadlinePassed` when it
+        has not returned within the deadline."""
+        # (the attempt's own timeout, when it has one, speaks first)
+        self._done.wait(max(self._deadline.left(), 0.0) + _GRACE)
+        if not self._outcome:
+            raise DeadlinePassed(self._deadline._passed())
+        ok, value = self._outcome[0]
+        if ok:
+            return value
+        raise value
+
+
+class _Workers:
+    """Daemon threads that run attempts, kept between them: an idle one takes the next attempt,
+    and a new one is started when none is idle (so an attempt that never returns holds its own
+    thread, never another's). Starting a thread for each attempt costs a few hundred
+    microseconds, sometimes milliseconds: a fit asks its embedding model for the question's
+    vector once a fit."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]] = (
+            queue.SimpleQueue()
+        )
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def run(self, job: Callable[[], None], done: threading.Event) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1  # (one idle worker takes it)
+        self._jobs.put((job, done))
+        if start:
+            threading.Thread(
+                target=self._work, name="session-migrator-deadline", daemon=True
+            ).start()
+
+    def _work(self) -> None:
+        while True:
+            job, done = self._jobs.get()
+            try:
+                job()
+            finally:
+                done.set()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _Workers()
 
 
 def retry_wait(exc: BaseException, attempt: int) -> float | None:

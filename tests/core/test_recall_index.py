@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session_migrator import Message, ModelWindow, migrate
-from session_migrator.recall import _bm25, _fts
+from session_migrator.recall import _bm25, _feedback, _fts
 from session_migrator.recall._bm25 import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
 
 WORDS = "alpha beta gamma locker lockers code coding port ported server invoice flight".split()
@@ -327,7 +327,7 @@ def test_the_second_hop_finds_a_turn_that_names_what_the_best_turn_names() -> No
 
 
 def test_the_second_hop_adds_stems_held_by_two_documents_at_least_and_not_asked() -> None:
-    stems = _bm25.feedback_stems(
+    stems = _feedback.feedback_stems(
         [["odaly", "tromso", "sister", "uniqu"]],
         lambda asked: np.array([{"odaly": 3, "tromso": 2, "uniqu": 1}.get(a, 9) for a in asked]),
         documents=10,

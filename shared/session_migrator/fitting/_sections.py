@@ -72,7 +72,7 @@ def _landmarks(lines: Lines, start: int, end: int, room: int) -> list[tuple[int,
     spans, shapes = lines
     inside = [k for k, (a, b) in enumerate(spans) if a > start and b < end]
     alone = [k for k in inside if shapes[k] and shapes[k - 1] != shapes[k] != shapes[k + 1]]
-    if not alone or _RUN_SHARE * len(alone) > len(inside):
+    if not alone or not _has_runs(shapes):
         return []
     # a header (a line that opens a run) before a footer, in order, as many as the room holds
     opens = [k for k in alone if k + 2 < len(spans) and shapes[k + 1] == shapes[k + 2]]
@@ -85,6 +85,18 @@ def _landmarks(lines: Lines, start: int, end: int, room: int) -> list[tuple[int,
             break
         chosen.append(k)
     return [spans[k] for k in sorted(chosen)]
+
+
+def _has_runs(shapes: list[str]) -> bool:
+    """Whether a text of lines of these kinds has sections: at least one of its lines in
+    :data:`_RUN_SHARE` is in a run of alike lines (the whole text's, not only the part a cut
+    leaves out: a small cut part between two runs is mostly the lines that part them)."""
+    alone = sum(
+        1
+        for k in range(1, len(shapes) - 1)
+        if shapes[k] and shapes[k - 1] != shapes[k] != shapes[k + 1]
+    )
+    return _RUN_SHARE * alone <= max(len(shapes) - 2, 0)
 
 
 def kept_spans(text: str, keep: int, lines: Lines | None = None) -> list[tuple[int, int]]:

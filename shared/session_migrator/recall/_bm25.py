@@ -23,17 +23,14 @@ from typing import Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from session_migrator.recall._feedback import FEEDBACK_DOCS, feedback_stems, with_feedback
 from session_migrator.recall._fts import (
     _connection,
-    _create_index,
     _Floats,
-    _insert,
     _Ints,
-    _Postings,
-    _postings_rows,
+    _Part,
     _Small,
     _Tokenizer,
-    _varint,
 )
 
 __all__ = ["MAX_QUERY_TERMS", "RelevanceIndex", "rank_by_relevance"]
@@ -51,56 +48,6 @@ _BATCH_CHARS = 2_000_000
 #: times their postings, so that a cut part growing a turn at a time keeps a few segments (about
 #: the logarithm of their number), each posting sorted again a logarithmic number of times.
 _MERGE_RATIO = 2
-
-
-#: The second hop (pseudo-relevance feedback, as RM3 does): the question is searched again by
-#: the :data:`FEEDBACK_TERMS` stems that its :data:`FEEDBACK_DOCS` best documents hold and it
-#: does not (the people, places and things they name; each stem weighed by its idf and by how
-#: short the documents holding it are), and the two rankings add up, the second's at
-#: :data:`FEEDBACK_WEIGHT` (each scaled to its best score). A turn that answers the question in
-#: words other than the question's, but names what the best turns name, so ranks higher.
-FEEDBACK_DOCS = 5
-FEEDBACK_TERMS = 10
-FEEDBACK_WEIGHT = 0.5
-
-
-def feedback_stems(
-    top: Sequence[list[str]], holding: Callable[[list[str]], _Ints], documents: int, asked: set[str]
-) -> list[str]:
-    """The second hop's stems (see :data:`FEEDBACK_DOCS`): of the stems of the best documents
-    (``top``, each document's distinct stems), those not ``asked`` and held by at least two of
-    the ``documents`` (``holding``: how many hold each), by weight."""
-    candidates = sorted({s for stems in top for s in stems if s not in asked})
-    candidates = [s for s in candidates if not s.startswith("smday")]  # (days: see _when)
-    if not candidates or documents < 2:
-        return []
-    held = dict(zip(candidates, holding(candidates).tolist(), strict=True))
-    weight: dict[str, float] = {}
-    for stems in top:
-        share = 1.0 / max(len(stems), 1)
-        for stem in stems:
-            n = held.get(stem, 0)
-            if n >= 2:
-                weight[stem] = weight.get(stem, 0.0) + share * math.log(documents / n)
-    best = sorted(weight.items(), key=lambda item: (-item[1], item[0]))
-    # (in the order a question's stems come in, so that every ranking sums alike)
-    return sorted(stem for stem, w in best[:FEEDBACK_TERMS] if w > 0.0)
-
-
-def _with_feedback(
-    first: tuple[_Ints, _Floats], second: tuple[_Ints, _Floats]
-) -> tuple[_Ints, _Floats]:
-    """Two rankings (keys and scores, best first) added up, each scaled to its best score and
-    the second weighed by :data:`FEEDBACK_WEIGHT`; best first (ties: the later key first)."""
-    (k1, s1), (k2, s2) = first, second
-    if not len(k2):
-        return first
-    keys = np.concatenate((k1, k2))
-    values = np.concatenate((s1 / s1[0], FEEDBACK_WEIGHT * s2 / s2[0]))
-    unique, at = np.unique(keys, return_inverse=True)
-    total = np.bincount(at, weights=values, minlength=len(unique))
-    order = np.lexsort((-unique, -total))
-    return unique[order], total[order].astype(np.float64, copy=False)
 
 
 def _rarest(counts: _Ints) -> _Ints:
@@ -224,7 +171,7 @@ def rank_by_relevance(
             top = [tokenizer.stems(documents[k]) for k in found[0][:FEEDBACK_DOCS].tolist()]
             more = feedback_stems(top, holding, n, set(stems))
             if more:
-                found = _with_feedback(found, ranking(more))
+                found = with_feedback(found, ranking(more))
     finally:
         for part in parts[1:]:
             part.con.close()
@@ -248,38 +195,6 @@ def _halfway(documents: Sequence[str]) -> int:
     if sizes[-1] < _PARALLEL_CHARS:
         return 0
     return min(max(bisect.bisect_left(sizes, sizes[-1] // 2), 1), len(documents) - 1)
-
-
-class _Part:
-    """An FTS5 index of ``documents`` (the documents ``first``, ``first + 1``, ... of a
-    ranking) in the database of ``con``, its tables named ``docs``.
-    """
-
-    def __init__(self, con: sqlite3.Connection, documents: Sequence[str], first: int) -> None:
-        self.con = con
-        self.first = first
-        _create_index(con, "docs")
-        con.execute("BEGIN")  # one transaction: FTS5 writes its index once
-        _insert(con, "docs", documents)
-        con.execute("COMMIT")
-
-    def holding(self, stems: list[str]) -> _Ints:
-        """How many of the documents hold each of ``stems``."""
-        marks = ", ".join("?" * len(stems))
-        found = dict(
-            self.con.execute(f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})", stems)
-        )
-        return np.array([found.get(stem, 0) for stem in stems], dtype=np.int64)
-
-    def postings(self, stems: list[str]) -> _Postings:
-        """The postings of ``stems`` (documents numbered from 0 in this part)."""
-        return _Postings.of(_postings_rows(self.con, "docs", stems), 0)
-
-    def lengths(self, out: _Floats) -> None:
-        """Write each document's length in tokens into ``out`` (at its number in the ranking)."""
-        first = self.first - 1
-        for rowid, size in self.con.execute("SELECT id, sz FROM docs_docsize"):
-            out[first + rowid] = _varint(size)
 
 
 @dataclass
@@ -493,7 +408,7 @@ class RelevanceIndex(Generic[_Doc]):
             asked = set(questions.stems(query))
             more = feedback_stems(top, self._holding, len(self._docs), asked)
             if more:
-                found = _with_feedback(found, self._scored(more))
+                found = with_feedback(found, self._scored(more))
         self._hopped = (query, *found)
         return found
 

@@ -262,3 +262,35 @@ def _varint(data: bytes) -> int:
         if byte < 0x80:
             return value
     return (value << 8) | data[8]
+
+
+class _Part:
+    """An FTS5 index of ``documents`` (the documents ``first``, ``first + 1``, ... of a
+    ranking) in the database of ``con``, its tables named ``docs``.
+    """
+
+    def __init__(self, con: sqlite3.Connection, documents: Sequence[str], first: int) -> None:
+        self.con = con
+        self.first = first
+        _create_index(con, "docs")
+        con.execute("BEGIN")  # one transaction: FTS5 writes its index once
+        _insert(con, "docs", documents)
+        con.execute("COMMIT")
+
+    def holding(self, stems: list[str]) -> _Ints:
+        """How many of the documents hold each of ``stems``."""
+        marks = ", ".join("?" * len(stems))
+        found = dict(
+            self.con.execute(f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})", stems)
+        )
+        return np.array([found.get(stem, 0) for stem in stems], dtype=np.int64)
+
+    def postings(self, stems: list[str]) -> _Postings:
+        """The postings of ``stems`` (documents numbered from 0 in this part)."""
+        return _Postings.of(_postings_rows(self.con, "docs", stems), 0)
+
+    def lengths(self, out: _Floats) -> None:
+        """Write each document's length in tokens into ``out`` (at its number in the ranking)."""
+        first = self.first - 1
+        for rowid, size in self.con.execute("SELECT id, sz FROM docs_docsize"):
+            out[first + rowid] = _varint(size)

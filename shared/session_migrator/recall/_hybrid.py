@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from session_migrator._deadline import Deadline, DeadlinePassed
+from session_migrator._deadline import Deadline, DeadlinePassed, Pending
 from session_migrator.messages._messages import Message
 from session_migrator.recall._embeddings import EMBEDDED_CHARS, StoredVectors, as_embeddings
 
-__all__ = ["RRF_K", "HybridRecall", "embedded_text", "fuse", "hybrid_for"]
+__all__ = ["RRF_K", "HybridRecall", "best_first", "embedded_text", "fuse", "hybrid_for"]
 
 #: The reciprocal-rank fusion constant (Cormack et al. 2009; the LoCoMo benchmark's yardstick).
 RRF_K = 60
@@ -62,7 +62,8 @@ class HybridRecall:
         self.used = False
         self.embedded = 0
         self.fallbacks: list[str] = []
-        self._sims: tuple[str, _Floats] | None = None
+        self._sims: tuple[str, npt.NDArray[np.float32]] | None = None
+        self._asking: tuple[str, Pending] | None = None  # (the question being embedded)
 
     # -- what recall asks -------------------------------------------------------------------
 
@@ -80,26 +81,51 @@ class HybridRecall:
     ) -> _Floats | None:
         """:meth:`similarities` of turns given as their messages in a row (``flat``) and each
         turn's count of them (``sizes``)."""
-        if self.failed is not None or not sizes:
+        if not sizes:
+            return None
+        rows = self.rows(flat)
+        if rows is None:
+            return None
+        return self.similarities_at(rows, np.asarray(sizes, dtype=np.int64), query)
+
+    def rows(self, messages: Sequence[Message]) -> _Ints | None:
+        """The rows of ``messages``' vectors in the session's table (those not there yet
+        embedded or read first), or ``None`` when the model failed. A row stays a message's
+        for as long as its :class:`StoredVectors` lives (see :meth:`table_key`)."""
+        if self.failed is not None:
+            return None
+        try:
+            return self._rows_of(messages)
+        except Exception as exc:
+            self._fail(exc)
+            return None
+
+    def table_key(self) -> object:
+        """What the rows :meth:`rows` gives are rows of: the same object while they hold."""
+        return self.vectors
+
+    def similarities_at(self, rows: _Ints, sizes: _Ints, query: str) -> _Floats | None:
+        """Each turn's cosine similarity to ``query`` (its best message's), given its messages'
+        rows one turn after another (``rows``) and each turn's count of them (``sizes``); or
+        ``None`` when the model failed."""
+        if self.failed is not None or not len(sizes):
             return None
         question = _DAY_TOKENS.sub(" ", query).strip() or query
         try:
-            at = self._rows_of(flat)
             by_row = self._by_row(question)
         except Exception as exc:
             self._fail(exc)
             return None
-        sims = by_row[at] if len(at) else np.zeros(0)
-        counts = np.asarray(sizes, dtype=np.int64)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        out = np.full(len(counts), -1.0)
-        nonempty = counts > 0
+        sims = by_row[rows] if len(rows) else np.zeros(0)
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        out = np.full(len(sizes), -1.0)
+        nonempty = sizes > 0
         if nonempty.any():
             out[nonempty] = np.maximum.reduceat(sims, starts[nonempty])
         self.used = True
         return out
 
-    def _by_row(self, question: str) -> _Floats:
+    def _by_row(self, question: str) -> npt.NDArray[np.float32]:
         """Every stored row's similarity to ``question``, computed once a fit for it (and again
         when rows were added since)."""
         table, n = self.vectors.table, len(self.vectors.rows)
@@ -108,14 +134,14 @@ class HybridRecall:
             return held[1]
         q = self._query_vector(question)
         if table is None or n == 0:
-            by_row: _Floats = np.zeros(0)
+            by_row: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         else:
             if table.shape[1] != len(q):
                 raise ValueError(
                     f"embedding model {self.embeddings.key!r} gave the question a vector of "
                     f"{len(q)} numbers and the messages {table.shape[1]}"
                 )
-            by_row = (table[:n] @ q).astype(np.float64)
+            by_row = table[:n] @ q  # (float32: the turns' best are taken as float64)
         self._sims = (question, by_row)
         return by_row
 
@@ -236,24 +262,43 @@ class HybridRecall:
             stop = start + e.batch_size
             self._call(attempt, texts[start:stop], keys[start:stop])
 
+    def ask(self, query: str) -> None:
+        """Begin embedding the question ``query`` (the fit ranks by bm25 meanwhile); the
+        ranking by similarity waits for it, within the fit's deadline."""
+        question = _DAY_TOKENS.sub(" ", query).strip() or query
+        if self.failed is not None or self._asking is not None:
+            return
+        if ("\x00query", question) in self.embeddings.memory:
+            return
+        try:
+            self._asking = (question, self._start(self._query_attempt, question))
+        except DeadlinePassed as exc:
+            self._fail(exc)
+
+    def _query_attempt(self, text: str, _left: float) -> Any:
+        return _unit(np.asarray([self.embeddings.embed_query(text)], dtype=np.float32))[0]
+
     def _query_vector(self, question: str) -> npt.NDArray[np.float32]:
         e = self.embeddings
         key = ("\x00query", question)
         found = e.memory.get(key)
         if found is None:
-
-            def attempt(text: str, _left: float) -> Any:
-                return _unit(np.asarray([e.embed_query(text)], dtype=np.float32))[0]
-
-            found = self._call(attempt, question)
+            asking, self._asking = self._asking, None
+            if asking is not None and asking[0] == question:
+                found = asking[1].result()
+            else:
+                found = self._call(self._query_attempt, question)
             with e.lock:
                 e.memory[key] = found
         return np.asarray(found, dtype=np.float32)
 
     def _call(self, attempt: Any, *args: Any) -> Any:
+        return self._start(attempt, *args).result()
+
+    def _start(self, attempt: Any, *args: Any) -> Pending:
         if self.deadline is None:
             self.deadline = Deadline(self.embeddings.timeout)
-        return self.deadline.call(attempt, *args)
+        return self.deadline.start(attempt, *args)
 
     def _save(self) -> None:
         held = self.vectors
@@ -291,18 +336,42 @@ def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 def fuse(found: _Ints, similarities: _Floats, k: int = RRF_K) -> tuple[_Ints, _Floats]:
     """Reciprocal-rank fusion of the bm25 ranking (``found``: turns, best first) and the dense
     one (every turn by ``similarities``, best first; ties: the later turn): each turn's score is
-    the sum of ``1 / (k + rank)`` over the rankings it is in (ranks from 1). Returns the turns,
-    best first (ties: the later turn), and their fused scores."""
+    the sum of ``1 / (k + rank)`` over the rankings it is in (ranks from 1). Returns every
+    turn, in order, and its fused score (the neighbour bonus ranks them after, see
+    :func:`~session_migrator.recall._recall.recall_turns`)."""
     n = len(similarities)
     score = np.zeros(n, dtype=np.float64)
     if len(found):
         score[found] += 1.0 / (k + np.arange(1, len(found) + 1))
-    order = np.arange(n)[::-1]
-    dense = order[np.argsort(-similarities[order], kind="stable")]
+    dense = best_first(similarities)
     score[dense] += 1.0 / (k + np.arange(1, n + 1))
-    turns = np.arange(n, dtype=np.int64)[::-1]
-    turns = turns[np.argsort(-score[turns], kind="stable")]
-    return turns, score[turns]
+    return np.arange(n, dtype=np.int64), score
+
+
+def best_first(values: _Floats) -> _Ints:
+    """The positions of ``values``, highest first, ties the later position first. (A stable
+    sort of many values costs five times a quick one: the quick one is taken, and the few runs
+    of equal values it leaves, as dense similarities have, put in order; many, as bm25 scores
+    have, take the stable sort.)"""
+    at = np.argsort(-values)
+    ranked = values[at]
+    same = np.flatnonzero(ranked[1:] == ranked[:-1])
+    if len(same) > _FEW_TIES:
+        return np.arange(len(values) - 1, -1, -1)[np.argsort(-values[::-1], kind="stable")]
+    if len(same):
+        # each run of equal values: from a position in ``same`` not following another
+        firsts = same[np.concatenate(([True], same[1:] != same[:-1] + 1))]
+        for first in firsts.tolist():
+            last = first + 1
+            while last + 1 < len(ranked) and ranked[last + 1] == ranked[first]:
+                last += 1
+            at[first : last + 1] = np.sort(at[first : last + 1])[::-1]
+    out: _Ints = at.astype(np.int64, copy=False)
+    return out
+
+
+#: More ties than this among the values :func:`best_first` ranks: a stable sort.
+_FEW_TIES = 32
 
 
 def hybrid_for(embeddings: Any) -> HybridRecall | None:

@@ -10,6 +10,7 @@ import itertools
 import operator
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +21,7 @@ from session_migrator.messages._messages import Message
 from session_migrator.recall._bm25 import RelevanceIndex, _runs, rank_by_relevance
 from session_migrator.recall._embeddings import active
 from session_migrator.recall._fts import _Floats, _Ints
-from session_migrator.recall._hybrid import fuse
+from session_migrator.recall._hybrid import best_first, fuse
 from session_migrator.recall._when import day_token
 
 __all__ = ["fill_turns", "recall_turns"]
@@ -76,6 +77,9 @@ def recall_turns(
             held.index.sync({key: held.turns[k] for key, k in held.keys.items()})
             cache["recall"] = held
     turns = held.turns
+    hybrid = active()  # with an embedding model: bm25 and dense similarity, fused
+    if hybrid is not None:
+        hybrid.ask(query)  # (the question is embedded while bm25 ranks)
     # (each ranking with its second hop: the stems its best turns share, see _bm25)
     if held.index is not None:
         keys, scores = held.index.ranked(query, hop=True)
@@ -84,9 +88,9 @@ def recall_turns(
         ranked = rank_by_relevance([document(t) for t in turns], query, hop=True)
         found = np.array([k for k, _ in ranked], dtype=np.int64)
         scores = np.array([v for _, v in ranked], dtype=np.float64)
-    hybrid = active()  # with an embedding model: bm25 and dense similarity, fused
     if hybrid is not None:
-        sims = hybrid.similarities([[said[i] for u in t for i in u.indices] for t in turns], query)
+        dense = held.dense_rows(hybrid, said)
+        sims = None if dense is None else hybrid.similarities_at(*dense, query)
         if sims is not None:
             found, scores = fuse(found, sims)
     order = _with_neighbours(found, scores, held.together(messages))
@@ -211,8 +215,8 @@ def _with_neighbours(found: _Ints, scores: _Floats, together: npt.NDArray[np.boo
         near[:-step] = np.maximum(near[:-step], after)
         near[step:] = np.maximum(near[step:], before)
     total = dense + near
-    hit = np.flatnonzero(total)[::-1]  # the later turn first, then a stable sort by score
-    return hit[np.argsort(-total[hit], kind="stable")]
+    hit = np.flatnonzero(total)
+    return hit[best_first(total[hit])]  # (ties: the later turn first)
 
 
 def _taken(messages: Sequence[Message], at: list[int]) -> list[Message]:
@@ -251,6 +255,9 @@ class _CutTurns:
         self._offsets: _Ints = np.zeros(1, dtype=np.int64)
         # (kept between fits) the messages the costs above are of, at the turns' positions
         self.sent: tuple[Message, ...] | None = None
+        # (with an embedding model) its table, the rows of the turns' messages in it, and
+        # each turn's count of them
+        self._dense: tuple[object, _Ints, _Ints] | None = None
 
     def sent_in(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         """``messages`` at the positions of the turns' messages."""
@@ -350,6 +357,22 @@ class _CutTurns:
                     )
             self._together = out
         return self._together
+
+    def dense_rows(self, hybrid: Any, said: Sequence[Message]) -> tuple[_Ints, _Ints] | None:
+        """The rows of the turns' messages (``said``, at their positions) in ``hybrid``'s table,
+        turn after turn, and each turn's count of them; kept while the table is the same (so a
+        re-fit over the same cut reads no message again), ``None`` when the model failed."""
+        key = hybrid.table_key()
+        if self._dense is not None and self._dense[0] is key:
+            return self._dense[1], self._dense[2]
+        if self._all is None:
+            self._all = _positions_in([u for turn in self.turns for u in turn])
+        rows = hybrid.rows(_taken(said, self._all))
+        if rows is None:
+            return None
+        sizes = np.array([sum(len(u.indices) for u in t) for t in self.turns], dtype=np.int64)
+        self._dense = (key, rows, sizes)
+        return rows, sizes
 
     def positions(self, keys: _Ints) -> _Ints:
         """The turns (positions in :attr:`turns`) of the index's ``keys``."""
