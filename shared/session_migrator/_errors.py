@@ -213,13 +213,24 @@ class ImportFormatError(SessionMigratorError, ValueError):
 
 
 class MissingDependencyError(SessionMigratorError, ImportError):
-    """An optional extra is needed. ``install`` is the command that fixes it."""
+    """An optional extra is needed. ``install`` is the command that fixes it (by default
+    ``pip install 'session-migrator[extra]'``); ``why``, when given, says why it is so."""
 
-    def __init__(self, feature: str, extra: str) -> None:
+    def __init__(
+        self, feature: str, extra: str, *, install: str | None = None, why: str | None = None
+    ) -> None:
         self.feature = feature
         self.extra = extra
-        self.install = f"pip install 'session-migrator[{extra}]'"
-        super().__init__(f"{feature} needs the optional extra [{extra}]: {self.install}")
+        self.install = f"pip install 'session-migrator[{extra}]'" if install is None else install
+        self.why = why
+        reason = f" ({why})" if why else ""
+        super().__init__(f"{feature} needs the optional extra [{extra}]: {self.install}{reason}")
 
-    def __reduce__(self) -> tuple[type[MissingDependencyError], tuple[str, str]]:
-        return (type(self), (self.feature, self.extra))
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_missing, (self.feature, self.extra, self.install, self.why))
+
+
+def _rebuild_missing(
+    feature: str, extra: str, install: str, why: str | None
+) -> MissingDependencyError:
+    return MissingDependencyError(feature, extra, install=install, why=why)

@@ -24,6 +24,11 @@ message that says what to fix, and the server keeps serving):
   the
   migration log are kept in the store.
 
+With an embedding model (``build_server(embeddings=...)``; ``session-migrator mcp --embeddings
+local``: :func:`session_migrator.local_embeddings`), ``migrate_session`` and ``session_context``
+rank the cut turns by bm25 and the model's similarity (hybrid recall, docs/embeddings.md);
+``session_context`` keeps the vectors in the store.
+
 ``recall_scope`` (``user`` or ``workspace``) also recalls from the stored session's other
 sessions (:func:`~session_migrator.store.related_sessions`).
 
@@ -89,10 +94,14 @@ def build_server(
     store: "str | BaseSessionStore | None" = None,
     *,
     max_sessions: int = DEFAULT_CACHED_SESSIONS,
+    embeddings: Any = None,
 ) -> "MCPServer[Any]":
     """The MCP server object with every tool registered (not yet running).
 
-    ``max_sessions``: how many sessions' fitted views are kept between calls.
+    ``max_sessions``: how many sessions' fitted views are kept between calls. ``embeddings``:
+    an embedding model for the recall of ``migrate_session`` and ``session_context`` (e.g.
+    :func:`session_migrator.local_embeddings`, what ``session-migrator mcp --embeddings local``
+    gives; see :class:`SessionTools`).
     Raises :class:`~session_migrator.MissingDependencyError` when the ``mcp`` extra is missing.
     """
     try:
@@ -105,7 +114,7 @@ def build_server(
     except ImportError as exc:
         raise MissingDependencyError("The MCP server", "mcp") from exc
 
-    tools = SessionTools(store, max_sessions=max_sessions)
+    tools = SessionTools(store, max_sessions=max_sessions, embeddings=embeddings)
 
     def call(fn: Callable[..., dict[str, Any]], *args: Any) -> CallToolResult:
         """The answer, once: structuredContent (checked against the tool's output schema) and

@@ -21,6 +21,9 @@ FORBIDDEN_IN_CORE = (
     "anthropic",
     "google.genai",
     "langgraph",
+    # the local embedding model's libraries: loaded by local_embeddings() only
+    "safetensors",
+    "tokenizers",
 )
 
 

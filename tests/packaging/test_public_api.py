@@ -37,7 +37,7 @@ PUBLIC = {
         "OutputReserveError", "RequestFit", "RequestFitter", "TOKENS_PER_TOOL", "fit_request",
         "output_reserve", "output_rule", "schema_tokens", "OUTPUT_SETTINGS", "requested_output",
         # hybrid recall with the user's embedding model (docs/embeddings.md)
-        "Embeddings",
+        "Embeddings", "local_embeddings",
     ],
     "session_migrator.store": [
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",

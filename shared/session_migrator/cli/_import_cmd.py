@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from session_migrator._errors import ImportFormatError
 from session_migrator.cli._common import CliError, add_window_option, json_text, print_json, table
+from session_migrator.cli._embedding_options import add_embeddings_option, embeddings_from_args
 from session_migrator.importers import FORMATS, ImportResult, find_session_files, import_file
 from session_migrator.messages._messages import messages_to_openai
 
@@ -71,6 +72,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--strategy", choices=_STRATEGIES, help="how to fit it --to MODEL (default: auto)"
     )
+    add_embeddings_option(p, what="recall (with --to)")
     p.add_argument(
         "-o",
         "--output",
@@ -100,12 +102,15 @@ def run_import(args: argparse.Namespace) -> int:
         files.extend(p for p in found if p not in files)
     if not args.model and (args.strategy or args.context_window):
         raise CliError("--strategy and --context-window fit the session --to a model: add --to")
+    if not args.model and args.embeddings != "none":
+        raise CliError("--embeddings steers the fit of the session --to a model: add --to")
     single = len(files) == 1
     if not single and (args.session_id or args.model or args.output):
         raise CliError(
             f"--session-id, --to and -o work on one session; the paths hold {len(files)} files"
         )
     summary_out = sys.stderr if args.output == "-" else sys.stdout
+    args.embedding_model = embeddings_from_args(args)  # a missing extra fails before any import
     store = None if args.no_store else _open_store(args.store)
     try:
         outcome = _import_all(args, files, store)
@@ -169,6 +174,7 @@ def _migrate_and_write(
             resolve_target(args.model, context_window=args.context_window),
             strategy=args.strategy or "auto",
             source_model=result.source_model,
+            embeddings=args.embedding_model,
         )
         messages = migration.messages
         if store is not None and result.session.messages:

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from session_migrator.cli._embedding_options import add_embeddings_option, embeddings_from_args
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -21,13 +23,15 @@ def register(sub: Any) -> None:
         metavar="URL",
         help="store URL for the session tools (default: the embedded SQLite store)",
     )
+    add_embeddings_option(p, what="the recall of migrate_session and session_context")
     p.set_defaults(handler=run_mcp)
 
 
 def run_mcp(args: argparse.Namespace) -> int:
     from session_migrator.mcp_server import build_server
 
-    server = build_server(args.store)  # MissingDependencyError names the install command
+    # a missing extra (mcp, local-embeddings) is a MissingDependencyError naming what to install
+    server = build_server(args.store, embeddings=embeddings_from_args(args))
     if sys.stdin.isatty():
         print(
             "session-migrator MCP server on stdio: an MCP client starts this command and talks "

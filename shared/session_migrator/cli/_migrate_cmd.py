@@ -16,6 +16,7 @@ from session_migrator.cli._common import (
     read_messages_file,
     table,
 )
+from session_migrator.cli._embedding_options import add_embeddings_option, embeddings_from_args
 from session_migrator.cli._recall_options import add_recall_scope, related_for_file, related_row
 from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
 from session_migrator.messages._messages import messages_to_openai
@@ -47,6 +48,7 @@ def register(sub: Any) -> None:
     )
     add_window_option(p, "--to")
     add_recall_scope(p, from_file=True)
+    add_embeddings_option(p)
     add_summarizer_options(
         p,
         choices=("extractive", "openai"),
@@ -79,6 +81,7 @@ def run_migrate(args: argparse.Namespace) -> int:
     target = resolve_target(args.model, context_window=args.context_window)
     summarizer = summarizer_from_args(args)
     related = related_for_file(args)
+    embeddings = embeddings_from_args(args)
     result = migrate(
         messages,
         target,
@@ -87,6 +90,7 @@ def run_migrate(args: argparse.Namespace) -> int:
         summarizer=summarizer,
         reserve_output=args.reserve_output,
         related=related,
+        embeddings=embeddings,
     )
     out_messages = messages_to_openai(result.messages)
     if to_stdout:

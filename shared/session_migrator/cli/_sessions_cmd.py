@@ -23,6 +23,7 @@ from session_migrator.cli._common import (
     print_json,
     table,
 )
+from session_migrator.cli._embedding_options import add_embeddings_option, embeddings_from_args
 from session_migrator.cli._markdown_cmd import (
     add_markdown_options,
 )
@@ -65,6 +66,7 @@ def register(sub: Any) -> None:
     a.add_argument("--strategy", choices=STRATEGIES, help="show the session fitted to --model")
     add_window_option(a, "--model")
     add_recall_scope(a)
+    add_embeddings_option(a, what="recall (with --strategy)")
     a.add_argument("--full", action="store_true", help="show offloaded tool outputs in full")
     a.add_argument("--tail", type=int, metavar="N", help="only the last N messages")
 
@@ -174,6 +176,8 @@ def run_show(args: argparse.Namespace) -> int:
         raise CliError("--strategy needs --model: the model to fit the session to")
     if args.recall_scope != "session" and not args.strategy:
         raise CliError("--recall-scope needs --strategy (and --model): it changes what is sent")
+    if args.embeddings != "none" and not args.strategy:
+        raise CliError("--embeddings needs --strategy (and --model): it steers what is recalled")
     if args.tail is not None and args.tail < 0:
         raise CliError("--tail must not be negative")
     with _store(args) as store:
@@ -240,8 +244,21 @@ def _fit(store: BaseSessionStore, args: argparse.Namespace, messages: list[Messa
     result = None
     shown = messages
     if args.strategy:
+        from session_migrator.recall._embeddings import StoredVectors
+
         related = related_from_args(store, args.session_id, args)
-        result = migrate(messages, window, strategy=args.strategy, counter=counter, related=related)
+        model = embeddings_from_args(args)
+        # the vectors are kept in the store, beside each message: the next show embeds only
+        # the new messages and the question
+        vectors = None if model is None else StoredVectors(model, store, args.session_id)
+        result = migrate(
+            messages,
+            window,
+            strategy=args.strategy,
+            counter=counter,
+            related=related,
+            embeddings=vectors,
+        )
         shown = result.messages
     return {
         "usage": usage(store, args.session_id, window, strategy=args.strategy),

@@ -25,6 +25,7 @@ from session_migrator.mcp._arguments import (
     _scope,
     parse_messages,
 )
+from session_migrator.recall._embeddings import as_embeddings
 
 if TYPE_CHECKING:
     from session_migrator.sessions._fitter import SessionFitter
@@ -54,6 +55,8 @@ class SessionTools:
     :class:`~session_migrator.SessionMigratorError` subclasses with messages meant for the caller.
     Thread-safe: calls are serialised. The fitted views of the ``max_sessions`` sessions
     served last are kept (each holds its session's full log); older ones are let go.
+    ``embeddings``: an embedding model (any that ``migrate()`` takes) for hybrid recall in
+    :meth:`migrate_session` and :meth:`session_context` (which keeps its vectors in the store).
 
     >>> tools = SessionTools(store="memory://")
     >>> tools.model_context_window("gpt-4o")["context_window"]
@@ -65,9 +68,11 @@ class SessionTools:
         store: str | BaseSessionStore | None = None,
         *,
         max_sessions: int = DEFAULT_CACHED_SESSIONS,
+        embeddings: Any = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
+        self.embeddings = None if embeddings is None else as_embeddings(embeddings)
         self._store_arg = store
         self._store: BaseSessionStore | None = None
         self.max_sessions = max_sessions
@@ -138,6 +143,7 @@ class SessionTools:
                 query=query,
                 reserve_output=reserve_output_tokens,
                 related=related,
+                embeddings=self.embeddings,
             )
         return _result_dict(result, paging, "migrate_session")
 
@@ -227,6 +233,7 @@ class SessionTools:
                     strategy=strategy,
                     reserve_output=reserve_output_tokens,
                     recall_scope=scope,
+                    embeddings=self.embeddings,
                 )
             self._fitters[key] = fitter
             self._fitters.move_to_end(key)

@@ -2,7 +2,8 @@
 ``_fts`` stems), the recall of cut turns (``_recall``), the dates things were said (``_when``),
 the exchanges of a user's other sessions (``_related``), and hybrid recall with the user's
 embedding model (``_embeddings``: the model behind one interface; ``_hybrid``: bm25 and cosine
-similarity fused).
+similarity fused; ``_local``: the optional local model, all-MiniLM-L6-v2 run in numpy by
+``_minilm``).
 
 It imports the fitting layer and those under it only.
 """
