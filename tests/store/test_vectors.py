@@ -98,17 +98,17 @@ def test_a_fitter_embeds_each_message_once_also_across_a_restart(
     first = fitter.fit(_window())
     assert first.report.fallbacks == []
     embedded = list(counting.texts)
-    assert len(embedded) == len(set(embedded)) > 10  # each message once, then the question
-    assert embedded[-1] == "Which car did we talk about?"
+    assert len(embedded) == len(set(embedded)) > 10  # each message once, and the question
+    assert "Which car did we talk about?" in embedded  # (begun while bm25 ranks: any order)
     # a re-fit after new messages: only the newly cut messages and the new question
     fitter.append(
         [Message("assistant", "A red one.", id="r1"), Message("user", "And the dog?", id="q2")]
     )
     fitter.fit(_window())
     new = counting.texts[len(embedded) :]
-    assert new[-1] == "And the dog?"
+    assert new.count("And the dog?") == 1
     # (the first question, embedded as a query, is embedded once as a message of its turn)
-    assert not set(new[:-1]) & set(embedded[:-1])
+    assert not (set(new) - {"And the dog?"}) & (set(embedded) - {"Which car did we talk about?"})
     # the vectors are in the store, by message id and model key
     kept = store.get_vectors("s", "counting", [f"u{i}" for i in range(30)])
     assert kept
