@@ -9,6 +9,7 @@ left) and the caller goes on.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -135,6 +136,15 @@ class _Workers:
 
 
 _WORKERS = _Workers()
+
+
+def _forked() -> None:
+    """A forked child has none of its parent's threads: it starts with no worker."""
+    global _WORKERS
+    _WORKERS = _Workers()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def retry_wait(exc: BaseException, attempt: int) -> float | None:

@@ -4,6 +4,7 @@ wait for it later (the question's embedding while bm25 ranks)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -51,3 +52,17 @@ def test_workers_are_kept_between_attempts() -> None:
         deadline.call(lambda _left: None)
     workers = [t for t in threading.enumerate() if t.name == "session-migrator-deadline"]
     assert 1 <= len(workers) <= 3  # (a hung attempt from another test may hold one)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_forked_child_starts_workers_of_its_own() -> None:
+    Deadline(5).call(lambda _left: None)  # (a worker in this process, idle)
+    pid = os.fork()
+    if pid == 0:  # the child: its parent's idle worker is not there
+        try:
+            ok = Deadline(2).call(lambda _left: 42) == 42
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
