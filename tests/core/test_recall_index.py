@@ -334,3 +334,12 @@ def test_the_second_hop_adds_stems_held_by_two_documents_at_least_and_not_asked(
         asked={"sister"},
     )
     assert stems == ["odaly", "tromso"]  # ("uniqu" is in this turn alone)
+
+
+def test_the_second_hop_over_turns_of_thousands_of_words_ranks_them_all() -> None:
+    # the best turns are long (a pasted log): their stems are asked of SQLite in parts (an
+    # older SQLite takes 999 parameters a statement; this one may take more)
+    words = [f"w{k}x" for k in range(40_000)]
+    docs = [" ".join(["ledger", *words[k::3]]) for k in range(3)] + ["ledger alone"] * 3
+    ranked = rank_by_relevance(docs, "the ledger", hop=True)
+    assert sorted(k for k, _ in ranked) == list(range(6))

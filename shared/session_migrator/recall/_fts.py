@@ -278,11 +278,15 @@ class _Part:
         con.execute("COMMIT")
 
     def holding(self, stems: list[str]) -> _Ints:
-        """How many of the documents hold each of ``stems``."""
-        marks = ", ".join("?" * len(stems))
-        found = dict(
-            self.con.execute(f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})", stems)
-        )
+        """How many of the documents hold each of ``stems`` (asked :data:`_ASKED` at a time:
+        the second hop asks for every stem of its best documents, and SQLite bounds the
+        parameters of one statement)."""
+        found: dict[str, int] = {}
+        for start in range(0, len(stems), _ASKED):
+            some = stems[start : start + _ASKED]
+            marks = ", ".join("?" * len(some))
+            query = f"SELECT term, doc FROM docs_terms WHERE term IN ({marks})"
+            found.update(self.con.execute(query, some))
         return np.array([found.get(stem, 0) for stem in stems], dtype=np.int64)
 
     def postings(self, stems: list[str]) -> _Postings:
@@ -294,3 +298,8 @@ class _Part:
         first = self.first - 1
         for rowid, size in self.con.execute("SELECT id, sz FROM docs_docsize"):
             out[first + rowid] = _varint(size)
+
+
+#: The most stems one statement of :meth:`_Part.holding` asks for (SQLite's oldest bound on a
+#: statement's parameters is 999).
+_ASKED = 500

@@ -10,7 +10,6 @@ import itertools
 import operator
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +20,7 @@ from session_migrator.messages._messages import Message
 from session_migrator.recall._bm25 import RelevanceIndex, _runs, rank_by_relevance
 from session_migrator.recall._embeddings import active
 from session_migrator.recall._fts import _Floats, _Ints
-from session_migrator.recall._hybrid import best_first, fuse
+from session_migrator.recall._hybrid import HybridRecall, best_first, fuse
 from session_migrator.recall._when import day_token
 
 __all__ = ["fill_turns", "recall_turns"]
@@ -358,7 +357,9 @@ class _CutTurns:
             self._together = out
         return self._together
 
-    def dense_rows(self, hybrid: Any, said: Sequence[Message]) -> tuple[_Ints, _Ints] | None:
+    def dense_rows(
+        self, hybrid: HybridRecall, said: Sequence[Message]
+    ) -> tuple[_Ints, _Ints] | None:
         """The rows of the turns' messages (``said``, at their positions) in ``hybrid``'s table,
         turn after turn, and each turn's count of them; kept while the table is the same (so a
         re-fit over the same cut reads no message again), ``None`` when the model failed."""
