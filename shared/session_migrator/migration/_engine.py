@@ -151,7 +151,10 @@ class _Engine:
                 if reused is not None:
                     return with_shrunk(reused, originals, counter) if originals else reused
 
-        extra_room = self._extras_reserve(available, summary_share, recall_share)
+        # (a summary that yields, for a question about the past, lives in recall's room: the
+        # newest turns keep the share they have under recall)
+        inside = past and self.summary_yields
+        extra_room = self._extras_reserve(available, summary_share, recall_share, inside)
         reserve = int((available - extra_room) * layout.slack) if keeps is not None else 0
         try:
             # the room is too small to leave any free, then to hold a summary or recall
@@ -347,10 +350,15 @@ class _Engine:
             return 0
         return min(int(available * summary_share), self.max_summary_tokens)
 
-    def _extras_reserve(self, available: int, summary_share: float, recall_share: float) -> int:
+    def _extras_reserve(
+        self, available: int, summary_share: float, recall_share: float, inside: bool = False
+    ) -> int:
+        """The room kept from the newest turns for a summary and recall (``inside``: the
+        summary's is within recall's)."""
         extras = self._summary_room(available, summary_share)
         if self.recall:
-            extras += int(available * recall_share)
+            recalled = int(available * recall_share)
+            extras = max(extras, recalled) if inside else extras + recalled
         minimum = min(64, available // 4)
         return max(minimum, extras)
 
