@@ -103,3 +103,16 @@ def test_a_configured_summarizer_keeps_its_share() -> None:
     assert notes.given
     assert notes.given[-1] >= 0.19 * budget
     assert counter.count_message(_lead(sent)) > 0.1 * budget
+
+
+def test_for_a_question_about_the_past_auto_sends_what_recall_sends_and_a_summary() -> None:
+    messages = [*_history(), Message("user", "What did the stoat eat before?", id="q")]
+    counter = counter_for("o200k_base")
+    budget = counter.count_messages(messages) // 3
+    window = ModelWindow("t", "test", budget, budget, 0, "o200k_base", "explicit")
+    auto = migrate(messages, window, strategy="auto", reserve_output=0)
+    recall = migrate(messages, window, strategy="recall", reserve_output=0)
+    assert auto.report.recalled_ids == recall.report.recalled_ids != []
+    turns = [m.id for m in auto.messages if m.role != "system"]
+    assert turns == [m.id for m in recall.messages if m.role != "system"]
+    assert auto.report.summarized_ids  # (the lead is a summary of the rest, not a note)
