@@ -16,6 +16,7 @@ import pytest
 from session_migrator.cli import main
 from session_migrator.recall import _local
 from session_migrator.store import open_store
+from tests._car import NOTE, car_conversation
 
 CLAUDE_FILE = (
     Path(__file__).parents[1]
@@ -25,28 +26,14 @@ CLAUDE_FILE = (
     / "-home-dev-shop"
     / "5b1c9e2a-7d4f-4c3b-9a8e-1f2d3c4b5a69.jsonl"
 )
-NOTE = "recall ranked the cut turns by bm25 and all-MiniLM-L6-v2 embeddings"
 # the model's window: about a quarter of the conversation's 854 tokens (o200k_base)
 FIT = ["--to", "gpt-4o", "--context-window", "240", "--reserve-output", "0"]
-
-
-def _car_conversation() -> list[dict[str, Any]]:
-    """The paraphrase bm25 misses: the car is an automobile in the turn that says its colour."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are helpful."}]
-    for i in range(16):  # (a short one: each message is embedded, on the CPU)
-        messages += [
-            {"role": "user", "content": f"Tell me about topic {i}. " + "filler words here " * 6},
-            {"role": "assistant", "content": f"Sure, on {i}. " + "more filler " * 6},
-        ]
-    messages[11] = {"role": "user", "content": "I bought a new automobile yesterday, a red one."}
-    messages.append({"role": "user", "content": "What colour is my car?"})
-    return messages
 
 
 @pytest.fixture
 def car_file(tmp_path: Path) -> Path:
     path = tmp_path / "car.json"
-    path.write_text(json.dumps(_car_conversation()), encoding="utf-8")
+    path.write_text(json.dumps(car_conversation()), encoding="utf-8")
     return path
 
 

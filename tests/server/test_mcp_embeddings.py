@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests._car import NOTE, car_conversation
+
 pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 
 from mcp.client.session import ClientSession
@@ -21,20 +23,6 @@ from session_migrator.mcp_server import SessionTools
 from session_migrator.recall._local import local_embeddings
 
 Connect = Callable[..., AbstractAsyncContextManager[ClientSession]]
-NOTE = "recall ranked the cut turns by bm25 and all-MiniLM-L6-v2 embeddings"
-
-
-def _car_conversation() -> list[dict[str, Any]]:
-    """The paraphrase bm25 misses: the car is an automobile in the turn that says its colour."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are helpful."}]
-    for i in range(16):  # (a short one: each message is embedded, on the CPU)
-        messages += [
-            {"role": "user", "content": f"Tell me about topic {i}. " + "filler words here " * 6},
-            {"role": "assistant", "content": f"Sure, on {i}. " + "more filler " * 6},
-        ]
-    messages[11] = {"role": "user", "content": "I bought a new automobile yesterday, a red one."}
-    messages.append({"role": "user", "content": "What colour is my car?"})
-    return messages
 
 
 def _ok(result: CallToolResult) -> dict[str, Any]:
@@ -57,7 +45,7 @@ FIT = {"strategy": "recall", "context_window": 240, "reserve_output_tokens": 0}
 async def test_the_server_option_gives_its_fits_hybrid_recall(
     connect: Connect, tmp_path: Path
 ) -> None:
-    messages = json.dumps(_car_conversation())
+    messages = json.dumps(car_conversation())
     store = f"sqlite:///{tmp_path / 'mcp.db'}"
     migrate = {"messages_json": messages, "target_model": "gpt-4o", **FIT}
     async with connect("--store", store) as session:
@@ -86,7 +74,7 @@ async def test_the_server_option_gives_its_fits_hybrid_recall(
 def test_session_tools_take_the_model_and_keep_the_vectors_in_the_store() -> None:
     tools = SessionTools(store="memory://", embeddings=local_embeddings())
     try:
-        tools.session_append("car", _car_conversation())
+        tools.session_append("car", car_conversation())
         first = tools.session_context(
             "car", "gpt-4o", "recall", reserve_output_tokens=0, context_window=240
         )

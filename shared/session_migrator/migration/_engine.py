@@ -8,7 +8,7 @@ keep are listed there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from session_migrator._errors import BudgetError
@@ -17,7 +17,6 @@ from session_migrator.fitting._fit import fit_recent, grow_recent
 from session_migrator.fitting._lead import note, note_reserve, summary_message
 from session_migrator.fitting._result import CompressionResult, broken_note, latest_user_text
 from session_migrator.fitting._tiers import given_back, shrink_tool_outputs, with_shrunk
-from session_migrator.fitting._truncate import truncate_message
 from session_migrator.fitting._units import Layout, build_units, cut_messages, is_step_result
 from session_migrator.fitting._working import (
     check_turn_kept,
@@ -28,6 +27,11 @@ from session_migrator.fitting._working import (
 )
 from session_migrator.messages._messages import Message
 from session_migrator.migration._steady import Steady, again, ids_without
+from session_migrator.migration._system import (
+    ELLIPSIS,
+    cost_up_to,
+    fit_system,
+)
 from session_migrator.recall._embeddings import active
 from session_migrator.recall._when import about_the_past, day_tokens, named_days, when_line
 from session_migrator.summaries._summarizers import Summarizer, Summary
@@ -39,9 +43,6 @@ WHEN_RESERVE = 120
 #: The most room a summary of the cut part is given, however large the window: past this, turns
 #: kept verbatim are worth more than more summary (a user's turns are summarized last).
 SUMMARY_MAX_TOKENS = 4_096
-#: The smallest room the conversation needs after the system prompt.
-MIN_CONVERSATION_TOKENS = 24
-_ELLIPSIS = "[...]"
 
 
 @dataclass
@@ -70,7 +71,7 @@ class _Engine:
             layout = build_units(messages, [counter.count_message(m) for m in messages])
         fallbacks: list[str] = []
         notes: list[str] = []
-        system, system_truncated = self._fit_system(messages, layout, budget, counter)
+        system, system_truncated = fit_system(messages, layout, budget, counter)
         system_cost = sum(counter.count_message(m) for m in system)
         available = budget - REPLY_PRIMING - system_cost
         if layout.counted_from and not _newest_counted_enough(layout, messages, available):
@@ -171,7 +172,7 @@ class _Engine:
         except ValueError as exc:  # not even the newest user message, cut down, fits
             newest = max(k for k, u in enumerate(layout.units) if u.starts_turn)
             smallest = counter.count_message(
-                messages[layout.units[newest].indices[0]].replace(content=_ELLIPSIS)
+                messages[layout.units[newest].indices[0]].replace(content=ELLIPSIS)
             )
             raise BudgetError(
                 f"a budget of {budget} tokens cannot hold the newest user message even cut "
@@ -184,7 +185,7 @@ class _Engine:
             # the part left out takes (often little or nothing), so the cut-down turn gets the
             # rest, as in trim
             newest_cut = (k for r in reversed(recent.cut) for k in reversed(r))
-            left = _cost_up_to(layout, messages, counter, newest_cut, extra_room)
+            left = cost_up_to(layout, messages, counter, newest_cut, extra_room)
             need = left + note_reserve(messages, layout, counter) if left else 0
             if need < extra_room:
                 recent = fit_recent(
@@ -362,60 +363,6 @@ class _Engine:
         minimum = min(64, available // 4)
         return max(minimum, extras)
 
-    def _fit_system(
-        self, messages: Sequence[Message], layout: Layout, budget: int, counter: TokenCounter
-    ) -> tuple[list[Message], list[str]]:
-        system = [messages[i] for i in layout.system]
-        costs = [counter.count_message(m) for m in system]
-        limit = budget - REPLY_PRIMING - MIN_CONVERSATION_TOKENS
-
-        def smallest() -> int:
-            """What the system prompt takes at the least: each message cut down to "[...]"."""
-            return sum(
-                min(cost, counter.count_message(m.replace(content=_ELLIPSIS)))
-                for m, cost in zip(system, costs, strict=True)
-            )
-
-        if limit < 0:
-            raise BudgetError(
-                f"a budget of {budget} tokens cannot hold any conversation; choose a larger "
-                "model or reserve fewer output tokens",
-                budget=budget,
-                needed=REPLY_PRIMING + MIN_CONVERSATION_TOKENS + smallest(),
-            )
-        if sum(costs) <= limit or not system:
-            return system, []
-        # the system prompt alone is over the budget: cut it to half the room, or to what a
-        # smaller conversation leaves; the small messages kept whole and the large ones sharing
-        # the rest (max-min fair)
-        newest = range(len(layout.units) - 1, -1, -1)
-        rest = _cost_up_to(layout, messages, counter, newest, limit - limit // 2)
-        target_total = max(limit // 2, limit - rest, 0)
-        shares = [0] * len(system)
-        remaining = target_total
-        by_size = sorted(range(len(system)), key=lambda k: costs[k])
-        for position, k in enumerate(by_size):
-            shares[k] = min(costs[k], remaining // (len(system) - position))
-            remaining -= shares[k]
-        truncated: list[str] = []
-        out: list[Message] = []
-        for m, share in zip(system, shares, strict=True):
-            try:
-                new = truncate_message(m, share, counter)
-            except ValueError as exc:
-                raise BudgetError(
-                    f"a budget of {budget} tokens cannot hold the system prompt even cut down; "
-                    "choose a larger model",
-                    budget=budget,
-                    needed=max(
-                        budget + 1, REPLY_PRIMING + MIN_CONVERSATION_TOKENS + 2 * smallest()
-                    ),
-                ) from exc
-            if new is not m:
-                truncated.append(m.id)
-            out.append(new)
-        return out, truncated
-
     def _result(
         self,
         messages: Sequence[Message],
@@ -452,23 +399,6 @@ class _Engine:
             fallbacks=fallbacks,
             notes=notes,
         )
-
-
-def _cost_up_to(
-    layout: Layout,
-    messages: Sequence[Message],
-    counter: TokenCounter,
-    units: Iterable[int],
-    enough: int,
-) -> int:
-    """What the ``units`` (indices, in the order given) cost, counted only until the sum reaches
-    ``enough`` (the rest need not be counted, nor tokenized, to know it is at least that)."""
-    total = 0
-    for k in units:
-        total += layout.unit_cost(layout.units[k], messages, counter)
-        if total >= enough:
-            break
-    return total
 
 
 def _newest_counted_enough(layout: Layout, messages: Sequence[Message], budget: int) -> bool:

@@ -23,7 +23,8 @@ from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._result import CompressionResult, latest_user_text
 from session_migrator.fitting._units import Layout
 from session_migrator.messages._messages import Message
-from session_migrator.migration._engine import MIN_CONVERSATION_TOKENS, SUMMARY_MAX_TOKENS, _Engine
+from session_migrator.migration._engine import SUMMARY_MAX_TOKENS, _Engine
+from session_migrator.migration._system import MIN_CONVERSATION_TOKENS
 from session_migrator.summaries._summarizers import ExtractiveSummarizer, Summarizer, Summary
 
 __all__ = [

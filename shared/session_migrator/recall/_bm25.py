@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,14 +31,17 @@ from session_migrator.recall._fts import (
     _Small,
     _Tokenizer,
 )
+from session_migrator.recall._scoring import (
+    MAX_QUERY_TERMS,
+    _best_first,
+    _idfs,
+    _rarest,
+    _runs,
+    _scores,
+)
 
 __all__ = ["MAX_QUERY_TERMS", "RelevanceIndex", "rank_by_relevance"]
 
-#: A long question is searched by this many of its stems, the rarest in the documents: bm25
-#: gives common stems little weight anyway, and each stem's postings cost time.
-MAX_QUERY_TERMS = 16
-_K1 = 1.2
-_B = 0.75
 #: The kept index tokenizes new documents this many characters at a time (bounding the memory
 #: the tokenizer's scratch index and its output take), each batch one segment of postings; a
 #: full batch's segment is final (merging it would take as much memory again) ...
@@ -48,54 +50,6 @@ _BATCH_CHARS = 2_000_000
 #: times their postings, so that a cut part growing a turn at a time keeps a few segments (about
 #: the logarithm of their number), each posting sorted again a logarithmic number of times.
 _MERGE_RATIO = 2
-
-
-def _rarest(counts: _Ints) -> _Ints:
-    """Positions of the stems to search by, given how many documents hold each: those in some
-    document, the :data:`MAX_QUERY_TERMS` rarest of them (ties to the earlier), in order.
-    """
-    found = np.flatnonzero(counts > 0)
-    if len(found) > MAX_QUERY_TERMS:
-        found = np.sort(found[np.lexsort((found, counts[found]))[:MAX_QUERY_TERMS]])
-    return found
-
-
-def _idfs(documents: int, holding: _Ints) -> _Floats:
-    """FTS5's bm25 idf of stems held by ``holding`` of ``documents`` documents (never below a
-    small positive floor).
-    """
-    out = [math.log((documents - n + 0.5) / (n + 0.5)) for n in holding.tolist()]
-    return np.array([idf if idf > 0.0 else 1e-6 for idf in out], dtype=np.float64)
-
-
-def _runs(starts: _Ints, lengths: _Ints) -> _Ints:
-    """The positions ``starts[j] .. starts[j] + lengths[j] - 1`` for each j, one after another."""
-    before = np.cumsum(lengths) - lengths
-    return np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()))
-
-
-def _scores(doc: _Small, tf: _Small, idf: _Floats, lengths: _Floats, average: float) -> _Floats:
-    """bm25 scores of every document (0: none of the stems), given the searched stems'
-    postings (a document's in stem order: its sum is taken in that order) and each posting's
-    stem's idf.
-    """
-    freq = tf.astype(np.float64)
-    norm = _K1 * ((1.0 - _B) + (_B * lengths[doc]) / average)
-    weights = idf * ((freq * (_K1 + 1.0)) / (freq + norm))
-    return np.bincount(doc, weights=weights, minlength=len(lengths)).astype(np.float64, copy=False)
-
-
-def _best_first(scores: _Floats, keys: _Ints, increasing: bool) -> tuple[_Ints, _Floats]:
-    """The scored documents' keys and scores, highest first (ties: the later key first);
-    ``increasing``: the keys increase with the documents' positions.
-    """
-    hit = np.flatnonzero(scores)
-    if increasing:  # the later key first, then a stable sort by score
-        hit = hit[::-1]
-        at = hit[np.argsort(-scores[hit], kind="stable")]
-    else:
-        at = hit[np.lexsort((-keys[hit], -scores[hit]))]
-    return keys[at], scores[at]
 
 
 def rank_by_relevance(

@@ -17,10 +17,11 @@ import numpy.typing as npt
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._units import Layout, Unit
 from session_migrator.messages._messages import Message
-from session_migrator.recall._bm25 import RelevanceIndex, _runs, rank_by_relevance
+from session_migrator.recall._bm25 import RelevanceIndex, rank_by_relevance
 from session_migrator.recall._embeddings import active
 from session_migrator.recall._fts import _Floats, _Ints
 from session_migrator.recall._hybrid import HybridRecall, best_first, fuse
+from session_migrator.recall._scoring import _runs
 from session_migrator.recall._when import day_token
 
 __all__ = ["fill_turns", "recall_turns"]
