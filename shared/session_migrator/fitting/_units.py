@@ -23,6 +23,7 @@ from session_migrator.counting._counter import TokenCounter
 from session_migrator.messages._messages import Message
 
 __all__ = [
+    "DEFAULT_SLACK",
     "STEP_RESULT_PREFIXES",
     "Layout",
     "Ledger",
@@ -242,6 +243,10 @@ def paired(messages: Sequence[Message]) -> Ledger:
     ledger = Ledger(_uncounted)
     ledger.extend(messages, [0] * len(messages))
     return ledger
+
+
+#: The share of the room for the newest turns a cut leaves free (see ``Ledger``).
+DEFAULT_SLACK = 0.05
 
 
 def check_slack(slack: float) -> float:

@@ -26,6 +26,7 @@ from session_migrator.fitting._working import (
     turn_squeezed,
 )
 from session_migrator.messages._messages import Message
+from session_migrator.migration._stable import Stable, stable_fit
 from session_migrator.migration._steady import Steady, again, ids_without
 from session_migrator.migration._system import (
     ELLIPSIS,
@@ -43,6 +44,9 @@ WHEN_RESERVE = 120
 #: The most room a summary of the cut part is given, however large the window: past this, turns
 #: kept verbatim are worth more than more summary (a user's turns are summarized last).
 SUMMARY_MAX_TOKENS = 4_096
+#: Past the budget, fit so that consecutive requests share their prefix (see ``_stable``): work
+#: in progress for tracker issue 40, off until its retention and reuse floors both hold.
+STABLE = False
 
 
 @dataclass
@@ -129,6 +133,33 @@ class _Engine:
         search = " ".join([query, *days])
         summary_share = min(self.summary_share, 0.1) if past else self.summary_share
         recall_share = max(self.recall_share, PAST_RECALL_SHARE) if past else self.recall_share
+        kept_state = layout.cache is not None and layout.slack > 0
+        if STABLE and kept_state and not system_truncated and not in_turn:
+            # past the budget, the prompt's head stays the same from one request to the next
+            stable = stable_fit(
+                Stable(
+                    self.name,
+                    self.summarizer,
+                    self.recall,
+                    self._summary_room(available, self.summary_share),
+                    self.recall_share,
+                ),
+                messages,
+                layout,
+                system,
+                system_cost,
+                budget,
+                counter,
+                search,
+                query,
+                past,
+                previous_summary,
+                searched,
+            )
+            if stable is not None:
+                result = replace(stable, notes=notes + stable.notes)
+                # (a kept cut's free room stays free: nothing shrunk is given back)
+                return with_shrunk(result, originals, counter) if originals else result
         # (a kept cut keeps its split of the room: a new question is answered within it)
         steady_key = (self.name, budget, tuple(layout.system), system_cost)
         # where a cut is kept between fits (a ledger's, with slack): None, cut afresh each time

@@ -37,7 +37,7 @@ from typing import Any
 from session_migrator._errors import BudgetError, OutputReserveError
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls
-from session_migrator.fitting._units import is_step_result
+from session_migrator.fitting._units import Ledger, check_slack, is_step_result
 from session_migrator.messages._messages import ContentPart, Message, as_messages
 from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
 from session_migrator.migration._options import FitOptions
@@ -137,6 +137,40 @@ def fit_request(
     >>> fit.changed, fit.report.reserved_output, fit.reserve_source
     (False, 4096, 'request')
     """
+    return _fit_request(
+        messages, target, None, tools=tools, response_format=response_format,
+        max_output_tokens=max_output_tokens, output_parameter=output_parameter,
+        provider=provider, reserve_output=reserve_output, reserve_tokens=reserve_tokens,
+        strategy=strategy, summarizer=summarizer, counter=counter,
+        previous_summary=previous_summary, query=query, fold_notes=fold_notes,
+        pending_tool_calls=pending_tool_calls, embeddings=embeddings,
+    )  # fmt: skip
+
+
+def _fit_request(
+    messages: Sequence[Message],
+    target: str | ModelWindow,
+    kept: _Kept | None,
+    *,
+    tools: Sequence[Any] = (),
+    response_format: Any = None,
+    max_output_tokens: int | None = None,
+    output_parameter: str = "max_tokens",
+    provider: str | None = None,
+    reserve_output: int | None = None,
+    reserve_tokens: int = 0,
+    strategy: str | Compressor = "auto",
+    summarizer: Summarizer | None = None,
+    counter: TokenCounter | None = None,
+    previous_summary: Summary | None = None,
+    query: str | None = None,
+    fold_notes: bool = True,
+    pending_tool_calls: PendingToolCalls = "drop",
+    embeddings: Any = None,
+) -> RequestFit:
+    """:func:`fit_request`; with ``kept`` (a :class:`RequestFitter`'s), the conversation's
+    ledger is kept from one call to the next, and past the budget the prompt's head stays the
+    same (see :mod:`session_migrator.migration._stable`)."""
     window = resolve_target(target)
     counter = counter or default_counter(window)
     reserve_tokens = check_tokens("reserve_tokens", reserve_tokens) or 0
@@ -149,6 +183,36 @@ def fit_request(
     if source == "request":
         _check_room(window, reserve, extra + reserve_tokens, output_parameter)
     originals = list(as_messages(messages))
+    taken = kept.take(originals, window, counter) if kept is not None else None
+    try:
+        return _fit_to(
+            originals, window, counter, taken[1] if taken else None, reserve, source, extra,
+            reserve_tokens, output_parameter, strategy, query, summarizer, previous_summary,
+            pending_tool_calls, embeddings, fold_notes,
+        )  # fmt: skip
+    finally:
+        if kept is not None and taken is not None:
+            kept.give(*taken)
+
+
+def _fit_to(
+    originals: list[Message],
+    window: ModelWindow,
+    counter: TokenCounter,
+    ledger: Ledger | None,
+    reserve: int,
+    source: str,
+    extra: int,
+    reserve_tokens: int,
+    output_parameter: str,
+    strategy: str | Compressor,
+    query: str | None,
+    summarizer: Summarizer | None,
+    previous_summary: Summary | None,
+    pending_tool_calls: PendingToolCalls,
+    embeddings: Any,
+    fold_notes: bool,
+) -> RequestFit:
     held = extra + reserve_tokens
     limit: int | None = None
     for _ in range(_FOLD_RETRIES):
@@ -164,7 +228,7 @@ def fit_request(
                 pending_tool_calls=pending_tool_calls,
                 embeddings=embeddings,
             )
-            result = fit_messages(originals, window, options)
+            result = fit_messages(originals, window, options, ledger)
         except BudgetError as exc:
             if source != "request":
                 raise
@@ -296,9 +360,13 @@ def _folded(messages: Sequence[Message]) -> list[Message]:
 
 
 class RequestFitter:
-    """:func:`fit_request` for one guard, keeping each conversation's rolling summary (keyed by
-    its first non-system message's id; at most ``max_summaries``, the least recent go first).
-    Thread-safe; the settings given here are each call's defaults.
+    """:func:`fit_request` for one guard, keeping each conversation's rolling summary and its
+    counts (keyed by its first non-system message's id; at most ``max_summaries``, the least
+    recent go first). Thread-safe; the settings given here are each call's defaults.
+
+    ``slack``: a share above ``0`` keeps each conversation's counts (a ledger) from one call
+    to the next, and the cut with them (see :class:`~session_migrator.SessionFitter`); ``0``
+    (the default) cuts afresh at every call, as :func:`fit_request` does.
     """
 
     def __init__(
@@ -310,6 +378,7 @@ class RequestFitter:
         reserve_tokens: int = 0,
         max_summaries: int = 256,
         embeddings: Any = None,
+        slack: float = 0.0,
     ) -> None:
         check_tokens("reserve_output", reserve_output)
         check_tokens("reserve_tokens", reserve_tokens)
@@ -324,6 +393,7 @@ class RequestFitter:
         self.last_fit: RequestFit | None = None
         self._lock = threading.Lock()
         self._summaries: OrderedDict[str, Summary] = OrderedDict()
+        self._kept = _Kept(max_summaries, slack)
 
     def summary_of(self, messages: Sequence[Message]) -> Summary | None:
         """The rolling summary kept for the conversation ``messages`` start."""
@@ -354,8 +424,12 @@ class RequestFitter:
             "reserve_tokens": self.reserve_tokens,
             "embeddings": self.embeddings,
         }
-        fit = fit_request(
-            messages, target, previous_summary=previous_summary, **{**settings, **request}
+        fit = _fit_request(
+            messages,
+            target,
+            self._kept if self._kept.slack > 0 else None,
+            previous_summary=previous_summary,
+            **{**settings, **request},
         )
         self.last_report, self.last_fit = fit.report, fit
         if fit.summary is not None and key is not None:
@@ -365,6 +439,46 @@ class RequestFitter:
                 while len(self._summaries) > self.max_summaries:
                     self._summaries.popitem(last=False)
         return fit
+
+
+class _Kept:
+    """Each conversation's :class:`Ledger` (at most ``most``, the least recent go first),
+    reused while a request's messages extend the ledger's, else made anew. A fit takes its
+    conversation's ledger and gives it back when done (two calls at once on one conversation:
+    the second makes a ledger of its own)."""
+
+    def __init__(self, most: int, slack: float) -> None:
+        self.most = most
+        self.slack = check_slack(slack)
+        self._lock = threading.Lock()
+        self._ledgers: OrderedDict[tuple[str, str, str], Ledger] = OrderedDict()
+
+    def take(
+        self, messages: list[Message], window: ModelWindow, counter: TokenCounter
+    ) -> tuple[tuple[str, str, str], Ledger]:
+        key = (_key(messages) or "", window.name, counter.name)
+        with self._lock:
+            ledger = self._ledgers.pop(key, None)
+        if ledger is None or not _extends(messages, ledger):
+            ledger = Ledger(counter.count_message, slack=self.slack)
+        ledger.extend(messages[len(ledger) :])
+        return key, ledger
+
+    def give(self, key: tuple[str, str, str], ledger: Ledger) -> None:
+        with self._lock:
+            self._ledgers[key] = ledger
+            self._ledgers.move_to_end(key)
+            while len(self._ledgers) > self.most:
+                self._ledgers.popitem(last=False)
+
+
+def _extends(messages: Sequence[Message], ledger: Ledger) -> bool:
+    """Whether ``messages`` begin with the ledger's messages (the same ids; the newest of
+    them the same texts)."""
+    n = len(ledger)
+    if n > len(messages) or ledger.ids != [m.id for m in messages[:n]]:
+        return False
+    return all(ledger.messages[k].text == messages[k].text for k in range(max(0, n - 3), n))
 
 
 def _key(messages: Sequence[Message]) -> str | None:

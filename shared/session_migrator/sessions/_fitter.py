@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from session_migrator._errors import ConflictError, SessionNotFoundError
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls, check_pending
-from session_migrator.fitting._units import Ledger, check_slack
+from session_migrator.fitting._units import DEFAULT_SLACK, Ledger, check_slack
 from session_migrator.messages._messages import Message
 from session_migrator.messages._storage_ids import storage_ids
 from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
 
 __all__ = ["DEFAULT_SLACK", "SessionFitter"]
-
-#: The share of the room for the newest turns a cut leaves free (see ``SessionFitter``).
-DEFAULT_SLACK = 0.05
 
 
 @dataclass(frozen=True)

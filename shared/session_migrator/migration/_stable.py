@@ -1,0 +1,265 @@
+"""The cache-stable cut: past the budget, consecutive requests share their prefix.
+
+Providers cache the longest prefix a request shares with an earlier one and bill it at about a
+tenth (OpenAI from 1,024 tokens in steps of 128; Anthropic up to a ``cache_control``
+breakpoint). A cut that slides by a turn at every request, or a note whose count changes, or
+recalled turns placed right after the system prompt, rewrite the prompt from its second
+message, and nothing is ever reused. So, past the budget, a stable fit sends::
+
+    system | lead (summary or note of the cut part) | kept turns | volatile | current turn
+    <-------------------- the same from one request to the next ------->
+
+- **The cut sits on a grid.** The kept turns start at the first turn at or past a multiple of
+  ``step`` tokens from the conversation's start (``step``: the ``slack`` share of the room for
+  the kept turns). The lowest grid point whose kept part fits is chosen, so the cut stays put
+  while the conversation grows by less than a step, then moves a whole step (compact down to a
+  low watermark, append up to the high one). No state is needed: the same conversation gives
+  the same cut at every fit, in any process.
+- **The lead is fixed.** It covers every message before the cut (recalled ones too), in a room
+  of its own that does not depend on the current turn, so it stays byte for byte the same
+  while the cut does not move.
+- **What changes with the question goes last**: the recalled turns, with the line on when they
+  were said, sit just before the current turn (or last, when the newest turn is finished:
+  the next input follows them).
+
+With a kept state (a :class:`~session_migrator.fitting._units.Ledger` with a ``slack``: the
+fitters, histories, memories and guards) the recalled turns take at most ``VOLATILE_SHARE`` of
+the room for a question that is not about the past, so that most of each request is what the
+last one sent. A one-off fit (:func:`~session_migrator.migrate` without a store) gives recall
+the strategy's share as before, and the room the kept turns leave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from session_migrator.counting._counter import REPLY_PRIMING, TokenCounter
+from session_migrator.fitting._lead import note, note_reserve, summary_message
+from session_migrator.fitting._result import CompressionResult
+from session_migrator.fitting._units import Layout, Unit, build_units, cut_messages
+from session_migrator.fitting._working import current_turn
+from session_migrator.messages._messages import MARKER_KEY, Message
+from session_migrator.migration._steady import ids_without
+from session_migrator.recall._when import named_days, when_line
+from session_migrator.summaries._summarizers import Summarizer, Summary
+
+__all__ = ["ONE_OFF_STEP", "VOLATILE_SHARE", "Stable", "stable_fit"]
+
+#: With a kept state: the most of the room the recalled turns take for a question that is not
+#: about the past (what changes from one request to the next).
+VOLATILE_SHARE = 0.05
+#: ... but never less than this many tokens (a couple of turns), and this many times as much for
+#: a question about the past.
+VOLATILE_LEAST = 256
+PAST_FACTOR = 1
+#: Without one (a one-off ``migrate()``): the grid's step, as a share of the kept turns' room.
+ONE_OFF_STEP = 0.25
+#: The room kept for the line on when the recalled turns were said.
+WHEN_ROOM = 120
+
+
+@dataclass(frozen=True)
+class Stable:
+    """What a strategy brings to a stable fit: its summarizer (``None``: a note), whether it
+    recalls, its shares of the room, and its name (for the budget check)."""
+
+    name: str
+    summarizer: Summarizer | None
+    recall: bool
+    summary_room: int
+    recall_share: float
+
+
+def stable_fit(
+    how: Stable,
+    messages: Sequence[Message],
+    layout: Layout,
+    system: list[Message],
+    system_cost: int,
+    budget: int,
+    counter: TokenCounter,
+    search: str,
+    query: str,
+    past: bool,
+    previous_summary: Summary | None,
+    searched: Sequence[Message],
+) -> CompressionResult | None:
+    """The cache-stable fit of ``messages`` (see the module docstring), or ``None`` when the
+    current turn does not fit beside a lead (the caller cuts as before).
+
+    ``search``: what recall searches by; ``query``: the question (for the days it names);
+    ``past``: the question is about the past.
+    """
+    available = budget - REPLY_PRIMING - system_cost
+    kept_state = layout.cache is not None and layout.slack > 0
+    slack = layout.slack
+    if layout.counted_from:
+        # the grid is laid from the conversation's start: every unit's cost is read
+        cache = layout.cache
+        layout = build_units(
+            messages,
+            [counter.count_message(m) for m in messages],
+            keep_pending=layout.keep_pending,
+        )
+        layout.cache = cache
+    units = layout.units
+    if not units or not layout.contiguous or not layout.system_first:
+        return None
+    dated = messages[-1].timestamp is not None
+    when_room = min(WHEN_ROOM, available // 10) if how.recall and dated else 0
+    lead_room = max(how.summary_room, note_reserve(messages, layout, counter))
+    if kept_state:
+        volatile = max(int(available * VOLATILE_SHARE), VOLATILE_LEAST) if how.recall else 0
+        if past:
+            volatile *= PAST_FACTOR
+        step_share = slack
+    else:
+        volatile = int(available * how.recall_share) if how.recall else 0
+        step_share = ONE_OFF_STEP
+    high = available - lead_room - volatile - when_room
+    # the current turn (the newest one the user opened) is sent whole after the volatile part;
+    # a finished newest turn is history, and the volatile part goes last
+    turn = current_turn(messages, layout)
+    last = messages[-1]
+    if turn < len(units) and last.role == "assistant" and not last.tool_calls:
+        turn = len(units)
+    suffix = [0] * (len(units) + 1)
+    for k in range(len(units) - 1, -1, -1):
+        suffix[k] = suffix[k + 1] + units[k].cost
+    total = suffix[0]
+    turn_from = min(turn, max((k for k, u in enumerate(units) if u.starts_turn), default=0))
+    if high <= 0 or suffix[turn_from] > high:
+        return None
+    step = max(1, int(high * step_share))
+    # the lowest grid point whose kept part fits: the first turn at or past j * step
+    cut = _grid_cut(units, suffix, total, step, high, turn_from)
+    if cut is None or cut == 0:
+        return None
+    kept_cost = suffix[cut]
+    start = units[cut].indices[0]
+    turn_at = units[turn].indices[0] if turn < len(units) else len(messages)
+    cut_part, span = cut_messages(messages, layout, (range(cut),))
+    fallbacks: list[str] = []
+    lead: Message | None = None
+    summary: Summary | None = None
+    if how.summarizer is not None and how.summary_room > 0:
+        lead, summary = summary_message(
+            how.summarizer,
+            messages,
+            cut_part,
+            how.summary_room,
+            counter,
+            previous_summary,
+            fallbacks,
+        )
+    if lead is None:
+        lead = note(cut_part, lead_room, counter)
+    lead_cost = counter.count_message(lead) if lead is not None else 0
+
+    recalled: list[Message] = []
+    recalled_at: list[int] = []
+    recalled_cost = 0
+    room = available - lead_cost - kept_cost
+    if how.recall:
+        recall_room = room - when_room
+        if kept_state:
+            recall_room = min(recall_room, volatile)
+        # imported here: recall brings numpy in, which a fit without it does not need
+        from session_migrator.recall._recall import fill_turns, recall_turns
+
+        recalled, recalled_at, recalled_cost = recall_turns(
+            messages,
+            layout,
+            (range(cut),),
+            recall_room,
+            counter,
+            search,
+            incremental=True,
+            searched=searched,
+        )
+        if not kept_state:
+            # a one-off fit: the room recall left goes to the newest cut turns not recalled
+            more, more_cost = fill_turns(
+                messages, layout, (range(cut),), recall_room - recalled_cost, counter, recalled_at
+            )
+            if more:
+                recalled_at = sorted(recalled_at + more)
+                recalled = [messages[i] for i in recalled_at]
+                recalled_cost += more_cost
+        if recalled and dated:
+            recalled, recalled_cost = _dated(
+                recalled, messages, query, room - recalled_cost, counter, recalled_cost
+            )
+    parts = [*system, *([lead] if lead is not None else [])]
+    parts += messages[start:turn_at]
+    parts += recalled
+    parts += messages[turn_at:]
+    left_out = ids_without(layout.ids, span, recalled_at) if span is not None else []
+    total_sent = REPLY_PRIMING + system_cost + lead_cost + kept_cost + recalled_cost
+    if total_sent > budget:  # pragma: no cover - guarded by construction; a bug if reached
+        raise AssertionError(f"{how.name} produced {total_sent} tokens for a budget of {budget}")
+    return CompressionResult(
+        messages=parts,
+        dropped_ids=[] if summary is not None else left_out,
+        summarized_ids=left_out if summary is not None else [],
+        recalled_ids=[m.id for m in recalled],
+        truncated_ids=[],
+        summary=summary,
+        fallbacks=fallbacks,
+        notes=[],
+        tokens=total_sent,
+    )
+
+
+def _grid_cut(
+    units: Sequence[Unit],
+    suffix: list[int],
+    total: int,
+    step: int,
+    high: int,
+    latest: int,
+) -> int | None:
+    """The first unit at or past the lowest multiple of ``step`` (tokens from the start) whose
+    suffix fits in ``high``, starting a turn, at most ``latest``."""
+    j = max(0, -(-(total - high) // step))
+    k = 0
+    while True:
+        mark = j * step
+        # the first unit whose start is at or past the mark, starting a turn
+        while k <= latest and (total - suffix[k] < mark or not units[k].starts_turn):
+            k += 1
+        if k > latest:
+            return None
+        if suffix[k] <= high:
+            return k
+        j += 1
+
+
+def _dated(
+    recalled: list[Message],
+    messages: Sequence[Message],
+    query: str,
+    room: int,
+    counter: TokenCounter,
+    cost: int,
+) -> tuple[list[Message], int]:
+    """The recalled turns, the first one opening with the line on when they were said (and
+    how long the session was idle) where it fits in ``room``."""
+    first = recalled[0]
+    if not isinstance(first.content, str):
+        return recalled, cost
+    named = named_days(query, messages[-1].timestamp)
+    for shown in (12, 6, 3, 1):
+        when = when_line(recalled, messages, shown, named)
+        if not when:
+            return recalled, cost
+        dated = first.replace(
+            content=f"[session-migrator: recalled from earlier in this conversation. {when}]\n"
+            f"{first.text}",
+            extra={**first.extra, MARKER_KEY: {"kind": "recalled", "of": first.id}},
+        )
+        extra_cost = counter.count_message(dated) - counter.count_message(first)
+        if extra_cost <= room:
+            return [dated, *recalled[1:]], cost + extra_cost
+    return recalled, cost
