@@ -24,6 +24,7 @@ from session_migrator.counting._encodings import get_encoding
 class Surface(Protocol):
     def request(self, history: list[Message], new: list[Message]) -> list[Message]: ...
     def reply(self, messages: list[Message]) -> None: ...
+    def ask(self, history: list[Message], question: Message) -> list[Message]: ...
 
 
 _ENCODING = get_encoding("o200k_base")
@@ -74,8 +75,18 @@ def turns(conv: locomo.Conversation) -> list[list[Message]]:
 
 def replay(
     make: Callable[[ModelWindow, Message], Surface], conv: locomo.Conversation, budget: int
-) -> tuple[float, int, float]:
-    """(reuse past 1.5x the budget, requests counted, the worst fit's seconds)."""
+) -> tuple[float, int, float, float]:
+    """(reuse past 1.5x the budget, requests counted, the worst fit's seconds, the evidence
+    retention of the questions asked on the way).
+
+    At each counted turn one of the conversation's questions whose evidence was all said is
+    asked aside (each in turn): the share of its evidence turns in what the surface would send
+    with it is its retention."""
+    texts = {m.id: m.text for m in conv.dated}
+    position = {m.id: k for k, m in enumerate(conv.dated)}
+    pending = sorted(conv.questions, key=lambda q: max(position[e] for e in q.evidence))
+    asked: list[float] = []
+    next_q = 0
     window = ModelWindow("bench", "bench", budget, budget, 0, "o200k_base", "explicit")
     system = conv.dated[0]
     surface = make(window, system)
@@ -95,11 +106,18 @@ def replay(
             prompt += sum(len(tokens(m)) for m in sent)
             hit += cached(shared_prefix(previous, sent))
             counted += 1
+            ready = [q for q in pending if max(position[e] for e in q.evidence) < len(history)]
+            if ready:
+                q = ready[next_q % len(ready)]
+                next_q += 1
+                seen = "\n".join(m.text for m in surface.ask(history, Message("user", q.text)))
+                asked.append(sum(texts[e] in seen for e in q.evidence) / len(q.evidence))
         previous = sent
         history += rest
         size += sum(len(tokens(m)) for m in rest)
         surface.reply(rest)
-    return (hit / prompt if prompt else float("nan")), counted, worst
+    retention = sum(asked) / len(asked) if asked else float("nan")
+    return (hit / prompt if prompt else float("nan")), counted, worst, retention
 
 
 class Migrate:
@@ -113,6 +131,9 @@ class Migrate:
 
     def reply(self, messages: list[Message]) -> None:
         pass
+
+    def ask(self, history: list[Message], question: Message) -> list[Message]:
+        return self.request([*history, question], [question])
 
 
 class Fitter:
@@ -135,6 +156,9 @@ class Fitter:
     def reply(self, messages: list[Message]) -> None:
         self.fitter.append(messages)
 
+    def ask(self, history: list[Message], question: Message) -> list[Message]:
+        return [*self.fitter.fit(self.window, query=question.text).messages, question]
+
 
 class Whole:
     """No fitting: the whole history (the cache's best case)."""
@@ -147,6 +171,9 @@ class Whole:
 
     def reply(self, messages: list[Message]) -> None:
         pass
+
+    def ask(self, history: list[Message], question: Message) -> list[Message]:
+        return [*history, question]
 
 
 SURFACES: dict[str, Callable[[ModelWindow, Message], Surface]] = {
@@ -167,8 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"prefix-cache reuse past 1.5x a budget of {args.budget:,} tokens, per conversation")
     for name, make in SURFACES.items():
         rows = [replay(make, conv, args.budget) for conv in convs]
-        cells = ", ".join(f"{r:.3f} ({n} requests)" for r, n, _ in rows)
-        print(f"- {name}: {cells}; worst fit {max(w for _, _, w in rows) * 1000:.0f} ms")
+        cells = ", ".join(f"{r:.3f} ({n} requests)" for r, n, _, _ in rows)
+        kept = ", ".join(f"{e:.3f}" for _, _, _, e in rows)
+        worst = max(w for _, _, w, _ in rows) * 1000
+        print(f"- {name}: reuse {cells}; retention {kept}; worst fit {worst:.0f} ms")
     return 0
 
 

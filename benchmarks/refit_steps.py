@@ -59,6 +59,7 @@ _STEPS = (
     ("recall", "session_migrator.recall._recall", "recall_turns"),
     ("rank", "session_migrator.recall._bm25:RelevanceIndex", "ranked"),
     ("stems", "session_migrator.recall._fts:_Tokenizer", "stems"),
+    ("ids", "session_migrator.migration._stable", "ids_without"),
     ("ids", "session_migrator.migration._steady", "ids_without"),
 )
 

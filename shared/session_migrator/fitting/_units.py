@@ -246,7 +246,7 @@ def paired(messages: Sequence[Message]) -> Ledger:
 
 
 #: The share of the room for the newest turns a cut leaves free (see ``Ledger``).
-DEFAULT_SLACK = 0.05
+DEFAULT_SLACK = 0.35
 
 
 def check_slack(slack: float) -> float:

@@ -44,9 +44,11 @@ WHEN_RESERVE = 120
 #: The most room a summary of the cut part is given, however large the window: past this, turns
 #: kept verbatim are worth more than more summary (a user's turns are summarized last).
 SUMMARY_MAX_TOKENS = 4_096
-#: Past the budget, fit so that consecutive requests share their prefix (see ``_stable``): work
-#: in progress for tracker issue 40, off until its retention and reuse floors both hold.
-STABLE = False
+#: Past the budget, fit so that consecutive requests share their prefix (see ``_stable``).
+STABLE = True
+#: Where the stable cut does not apply (tool outputs shrunk, an agent's turn in progress), the
+#: most a kept cut leaves free for the next messages.
+STEADY_SLACK = 0.05
 
 
 @dataclass
@@ -134,7 +136,7 @@ class _Engine:
         summary_share = min(self.summary_share, 0.1) if past else self.summary_share
         recall_share = max(self.recall_share, PAST_RECALL_SHARE) if past else self.recall_share
         kept_state = layout.cache is not None and layout.slack > 0
-        if STABLE and kept_state and not system_truncated and not in_turn:
+        if STABLE and kept_state and not system_truncated and not originals and not in_turn:
             # past the budget, the prompt's head stays the same from one request to the next
             stable = stable_fit(
                 Stable(
@@ -157,9 +159,7 @@ class _Engine:
                 searched,
             )
             if stable is not None:
-                result = replace(stable, notes=notes + stable.notes)
-                # (a kept cut's free room stays free: nothing shrunk is given back)
-                return with_shrunk(result, originals, counter) if originals else result
+                return replace(stable, notes=notes + stable.notes)
         # (a kept cut keeps its split of the room: a new question is answered within it)
         steady_key = (self.name, budget, tuple(layout.system), system_cost)
         # where a cut is kept between fits (a ledger's, with slack): None, cut afresh each time
@@ -187,7 +187,10 @@ class _Engine:
         # newest turns keep the share they have under recall)
         inside = past and self.summary_yields
         extra_room = self._extras_reserve(available, summary_share, recall_share, inside)
-        reserve = int((available - extra_room) * layout.slack) if keeps is not None else 0
+        # (where the stable cut does not apply, what is kept free is at most the share it was
+        # before there was one: an agent's turn needs the room)
+        kept_free = min(layout.slack, STEADY_SLACK)
+        reserve = int((available - extra_room) * kept_free) if keeps is not None else 0
         try:
             # the room is too small to leave any free, then to hold a summary or recall
             tries = dict.fromkeys([(extra_room, reserve), (extra_room, 0), (0, 0)])

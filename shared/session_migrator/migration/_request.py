@@ -37,7 +37,7 @@ from typing import Any
 from session_migrator._errors import BudgetError, OutputReserveError
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls
-from session_migrator.fitting._units import Ledger, check_slack, is_step_result
+from session_migrator.fitting._units import DEFAULT_SLACK, Ledger, check_slack, is_step_result
 from session_migrator.messages._messages import ContentPart, Message, as_messages
 from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
 from session_migrator.migration._options import FitOptions
@@ -364,9 +364,10 @@ class RequestFitter:
     counts (keyed by its first non-system message's id; at most ``max_summaries``, the least
     recent go first). Thread-safe; the settings given here are each call's defaults.
 
-    ``slack``: a share above ``0`` keeps each conversation's counts (a ledger) from one call
-    to the next, and the cut with them (see :class:`~session_migrator.SessionFitter`); ``0``
-    (the default) cuts afresh at every call, as :func:`fit_request` does.
+    ``slack``: past the budget, the cut stays put while the conversation grows by less than
+    this share of the room, so that consecutive requests share their head and a provider's
+    prompt cache serves it (see :mod:`session_migrator.migration._stable`); ``0`` cuts afresh
+    at every call, as :func:`fit_request` does.
     """
 
     def __init__(

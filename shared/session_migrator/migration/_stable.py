@@ -19,8 +19,7 @@ message, and nothing is ever reused. So, past the budget, a stable fit sends::
   of its own that does not depend on the current turn, so it stays byte for byte the same
   while the cut does not move.
 - **What changes with the question goes last**: the recalled turns, with the line on when they
-  were said, sit just before the current turn (or last, when the newest turn is finished:
-  the next input follows them).
+  were said, sit just before the newest turn the user opened.
 
 With a kept state (a :class:`~session_migrator.fitting._units.Ledger` with a ``slack``: the
 fitters, histories, memories and guards) the recalled turns take at most ``VOLATILE_SHARE`` of
@@ -31,6 +30,7 @@ the strategy's share as before, and the room the kept turns leave.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,15 +44,16 @@ from session_migrator.migration._steady import ids_without
 from session_migrator.recall._when import named_days, when_line
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
-__all__ = ["ONE_OFF_STEP", "VOLATILE_SHARE", "Stable", "stable_fit"]
+__all__ = ["ONE_OFF_STEP", "PAST_SHARE", "VOLATILE_SHARE", "Stable", "stable_fit"]
 
 #: With a kept state: the most of the room the recalled turns take for a question that is not
 #: about the past (what changes from one request to the next).
-VOLATILE_SHARE = 0.05
-#: ... but never less than this many tokens (a couple of turns), and this many times as much for
-#: a question about the past.
-VOLATILE_LEAST = 256
-PAST_FACTOR = 1
+VOLATILE_SHARE = 0.03
+#: ... and never less than this many tokens (a couple of turns)
+VOLATILE_LEAST = 200
+#: A question about the past (asked as a question) takes this share of the room, from the
+#: newest kept turns before it where need be.
+PAST_SHARE = 0.3
 #: Without one (a one-off ``migrate()``): the grid's step, as a share of the kept turns' room.
 ONE_OFF_STEP = 0.25
 #: The room kept for the line on when the recalled turns were said.
@@ -109,21 +110,21 @@ def stable_fit(
     dated = messages[-1].timestamp is not None
     when_room = min(WHEN_ROOM, available // 10) if how.recall and dated else 0
     lead_room = max(how.summary_room, note_reserve(messages, layout, counter))
+    past_room = 0
     if kept_state:
+        # (the kept turns' room must not move as the conversation grows: it is laid from the
+        # budget alone)
         volatile = max(int(available * VOLATILE_SHARE), VOLATILE_LEAST) if how.recall else 0
-        if past:
-            volatile *= PAST_FACTOR
+        if how.recall and past and asks(query):
+            past_room = int(available * PAST_SHARE)
         step_share = slack
     else:
         volatile = int(available * how.recall_share) if how.recall else 0
         step_share = ONE_OFF_STEP
     high = available - lead_room - volatile - when_room
-    # the current turn (the newest one the user opened) is sent whole after the volatile part;
-    # a finished newest turn is history, and the volatile part goes last
+    # the newest turn the user opened (finished or not) is sent whole after the volatile part,
+    # so the conversation still ends with what was said last
     turn = current_turn(messages, layout)
-    last = messages[-1]
-    if turn < len(units) and last.role == "assistant" and not last.tool_calls:
-        turn = len(units)
     suffix = [0] * (len(units) + 1)
     for k in range(len(units) - 1, -1, -1):
         suffix[k] = suffix[k + 1] + units[k].cost
@@ -131,6 +132,8 @@ def stable_fit(
     turn_from = min(turn, max((k for k, u in enumerate(units) if u.starts_turn), default=0))
     if high <= 0 or suffix[turn_from] > high:
         return None
+    if turn < len(units) and any(messages[i].tool_calls for u in units[turn:] for i in u.indices):
+        return None  # an agent's turn in progress: its steps come first (see _working)
     step = max(1, int(high * step_share))
     # the lowest grid point whose kept part fits: the first turn at or past j * step
     cut = _grid_cut(units, suffix, total, step, high, turn_from)
@@ -161,21 +164,35 @@ def stable_fit(
     recalled_at: list[int] = []
     recalled_cost = 0
     room = available - lead_cost - kept_cost
+    # a question about the past takes its room from the newest kept turns before the current
+    # one, not the oldest: the head of the prompt stays what the last request sent
+    gap = turn
+    if kept_state and how.recall and past_room:
+        while room - when_room < past_room:
+            before = max((k for k in range(cut + 1, gap) if units[k].starts_turn), default=None)
+            if before is None:
+                break
+            room += suffix[before] - suffix[gap]
+            kept_cost -= suffix[before] - suffix[gap]
+            gap = before
+    gap_at = units[gap].indices[0] if gap < len(units) else len(messages)
     if how.recall:
         recall_room = room - when_room
         if kept_state:
-            recall_room = min(recall_room, volatile)
+            recall_room = min(recall_room, max(volatile, past_room))
         # imported here: recall brings numpy in, which a fit without it does not need
         from session_migrator.recall._recall import fill_turns, recall_turns
 
+        # (the turns a question about the past took room from are searched too)
+        searched_part = (range(cut),) if gap == turn else (range(cut), range(gap, turn))
         recalled, recalled_at, recalled_cost = recall_turns(
             messages,
             layout,
-            (range(cut),),
+            searched_part,
             recall_room,
             counter,
             search,
-            incremental=True,
+            incremental=gap == turn,
             searched=searched,
         )
         if not kept_state:
@@ -192,10 +209,13 @@ def stable_fit(
                 recalled, messages, query, room - recalled_cost, counter, recalled_cost
             )
     parts = [*system, *([lead] if lead is not None else [])]
-    parts += messages[start:turn_at]
+    parts += messages[start:gap_at]
     parts += recalled
     parts += messages[turn_at:]
-    left_out = ids_without(layout.ids, span, recalled_at) if span is not None else []
+    older = [i for i in recalled_at if i < start]
+    left_out = ids_without(layout.ids, span, older) if span is not None else []
+    back = set(recalled_at)
+    left_out += [layout.ids[i] for i in range(gap_at, turn_at) if i not in back]
     total_sent = REPLY_PRIMING + system_cost + lead_cost + kept_cost + recalled_cost
     if total_sent > budget:  # pragma: no cover - guarded by construction; a bug if reached
         raise AssertionError(f"{how.name} produced {total_sent} tokens for a budget of {budget}")
@@ -234,6 +254,18 @@ def _grid_cut(
         if suffix[k] <= high:
             return k
         j += 1
+
+
+_ASKING = re.compile(
+    r"^\W*(who|whom|whose|what|when|where|which|why|how|did|do|does|was|were|is|are|had|has|"
+    r"have|can|could|would|will|should|remind|tell)\b",
+    re.I,
+)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` asks something (a question mark, or a question's first word)."""
+    return "?" in text or bool(_ASKING.match(text))
 
 
 def _dated(
