@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from session_migrator import Embeddings, Message, ModelWindow, SessionFitter, counter_for
+from session_migrator.recall._hybrid import DIGEST_BYTES
 from session_migrator.store import BaseSessionStore
 
 StoreFactory = Callable[..., BaseSessionStore]
@@ -112,7 +113,7 @@ def test_a_fitter_embeds_each_message_once_also_across_a_restart(
     # the vectors are in the store, by message id and model key
     kept = store.get_vectors("s", "counting", [f"u{i}" for i in range(30)])
     assert kept
-    assert all(len(v) == 3 * 4 for v in kept.values())
+    assert all(len(v) == DIGEST_BYTES + 3 * 4 for v in kept.values())
     if store_url == "memory://":
         return  # (a new memory store is empty)
     # a restart: a new model object, a new fitter, the store reopened; nothing embedded twice

@@ -152,10 +152,14 @@ class StoredVectors:
         self.embeddings = embeddings
         self.store = store
         self.session_id = session_id
-        self._asked: set[str] = set()  # ids the store was asked for (whether it had them)
-        self._unsaved: set[tuple[str, int]] = set()  # embedded here, not in the store yet
-        # every vector read here, one row each (by message id), so a re-fit reads only new ones
-        self.rows: dict[str, int] = {}
+        # (id, text digest) the store was asked for (whether it had them)
+        self._asked: set[tuple[str, bytes]] = set()
+        self._unsaved: set[tuple[str, bytes]] = set()  # embedded here, not in the store yet
+        # every vector read here, one row each (by message id and the digest of its embedded
+        # text, so a message stored again with other text gets a row of its own), so a re-fit
+        # reads only new ones
+        self.rows: dict[tuple[str, bytes], int] = {}
+        self.digests: dict[str, tuple[Any, bytes]] = {}  # id -> (message, digest), a memo
         self.table: Any = None  # (a float32 matrix, rows beyond len(rows) unused)
 
 

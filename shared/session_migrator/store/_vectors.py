@@ -47,6 +47,11 @@ class NoVectors:
         """Keep the vectors of messages by embedding model ``model`` (replacing older ones); a
         vector of a message the session does not hold is not kept."""
 
+    def delete_vectors(self, model: str) -> int:
+        """Delete every vector of embedding model ``model`` (a model renamed or retired), in
+        every session; returns how many messages had one."""
+        return 0
+
 
 class MemoryVectors:
     """``memory://``'s vectors: per session, the stored message each vector is of."""
@@ -94,6 +99,23 @@ class MemoryVectors:
                 if stored is not None:
                     by_id[mid] = (stored, bytes(raw))
 
+    def delete_vectors(self, model: str) -> int:
+        """See :meth:`NoVectors.delete_vectors`."""
+        with self._lock:
+            return sum(len(held[1].pop(model, {})) for held in self._vector_slots().values())
+
+    def _drop_vectors(self, session_id: str, ids: Iterable[str] | None) -> None:
+        """Forget the vectors of messages ``ids`` of the session (``None``: of all of it)."""
+        slots = self._vector_slots()
+        if ids is None:
+            slots.pop(session_id, None)
+            return
+        held = slots.get(session_id)
+        if held is not None:
+            for by_id in held[1].values():
+                for mid in ids:
+                    by_id.pop(mid, None)
+
 
 class SQLiteVectors:
     """SQLite's vectors (table ``vectors``)."""
@@ -135,6 +157,11 @@ class SQLiteVectors:
                 [(sid, ek(mid), key, bytes(raw)) for mid, raw in vectors.items()],
             )
 
+    def delete_vectors(self, model: str) -> int:
+        """See :meth:`NoVectors.delete_vectors`."""
+        with self._write() as conn:
+            return int(conn.execute("DELETE FROM vectors WHERE model = ?", (ek(model),)).rowcount)
+
 
 class PostgresVectors:
     """PostgreSQL's vectors (table ``sm_vectors``)."""
@@ -158,25 +185,49 @@ class PostgresVectors:
         return {keys[r[0]]: bytes(r[1]) for r in rows}
 
     def put_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
-        """See :meth:`MemoryVectors.put_vectors`."""
+        """See :meth:`MemoryVectors.put_vectors`. The messages are locked (``FOR KEY SHARE``)
+        in id order before their vectors are written, so a delete running meanwhile waits or
+        has won (its vectors are then not written), and two writers never deadlock; a write
+        that loses a race all the same is dropped (a vector is made again when needed)."""
         if not vectors:
             return
         sid = _codec.index_key(session_id)
+        rows = sorted((_codec.index_key(mid), bytes(v)) for mid, v in vectors.items())
+        for _attempt in range(3):
+            try:
+                with self._tx() as conn:
+                    conn.execute(
+                        "INSERT INTO sm_vectors (session_id, message_id, model, vector) "
+                        "SELECT %s, t.mid, %s, t.v FROM unnest(%s::text[], %s::bytea[]) "
+                        "AS t(mid, v) WHERE t.mid IN (SELECT m.id FROM sm_messages m "
+                        "WHERE m.session_id = %s AND m.id = ANY(%s) ORDER BY m.id FOR KEY SHARE) "
+                        "ORDER BY t.mid ON CONFLICT (session_id, message_id, model) "
+                        "DO UPDATE SET vector = EXCLUDED.vector",
+                        (
+                            sid,
+                            _codec.index_key(model),
+                            [r[0] for r in rows],
+                            [r[1] for r in rows],
+                            sid,
+                            [r[0] for r in rows],
+                        ),
+                    )
+                return
+            except Exception as exc:
+                if getattr(exc, "sqlstate", None) not in _LOST_RACE:
+                    raise
+                # (lost to a delete: tried again; after three, nothing kept, as is fine)
+
+    def delete_vectors(self, model: str) -> int:
+        """See :meth:`NoVectors.delete_vectors`."""
         with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO sm_vectors (session_id, message_id, model, vector) "
-                "SELECT %s, t.mid, %s, t.v FROM unnest(%s::text[], %s::bytea[]) AS t(mid, v) "
-                "WHERE EXISTS (SELECT 1 FROM sm_messages m WHERE m.session_id = %s "
-                "AND m.id = t.mid) ON CONFLICT (session_id, message_id, model) "
-                "DO UPDATE SET vector = EXCLUDED.vector",
-                (
-                    sid,
-                    _codec.index_key(model),
-                    [_codec.index_key(mid) for mid in vectors],
-                    [bytes(v) for v in vectors.values()],
-                    sid,
-                ),
-            )
+            cur = conn.execute("DELETE FROM sm_vectors WHERE model = %s", (_codec.index_key(model),))
+            return int(cur.rowcount)
+
+
+#: PostgreSQL errors of a vector write that lost a race with a delete: foreign_key_violation,
+#: deadlock_detected, serialization_failure.
+_LOST_RACE = frozenset({"23503", "40P01", "40001"})
 
 
 #: KEYS bodies vectors; ARGV model, then (id vector) pairs. Vectors of unknown ids are dropped.
@@ -191,6 +242,26 @@ for i = 2, #ARGV, 2 do
   end
 end
 return 0
+"""
+
+
+#: KEYS vectors; ARGV model: its vectors dropped from the hash; returns how many.
+DROP_MODEL = """
+local n = 0
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local held = cjson.decode(all[i + 1])
+  if held[ARGV[1]] ~= nil then
+    held[ARGV[1]] = nil
+    n = n + 1
+    if next(held) == nil then
+      redis.call('HDEL', KEYS[1], all[i])
+    else
+      redis.call('HSET', KEYS[1], all[i], cjson.encode(held))
+    end
+  end
+end
+return n
 """
 
 
@@ -232,6 +303,18 @@ class RedisVectors:
         for mid, raw in vectors.items():
             args += [ek(mid), base64.b64encode(bytes(raw)).decode("ascii")]
         self._run(script, (k.bodies, k.vectors), args)
+
+    def delete_vectors(self, model: str) -> int:
+        """See :meth:`NoVectors.delete_vectors`."""
+        script = self.__dict__.get("_drop_model_script")
+        if script is None:
+            script = self.__dict__["_drop_model_script"] = self._client.register_script(DROP_MODEL)
+        pattern = self._keys("x").vectors.replace(self._keys("x").digest, "*")
+        total = 0
+        for key in self._client.scan_iter(match=pattern, count=500):
+            name = key.decode() if isinstance(key, bytes) else key
+            total += int(self._run(script, (name,), [ek(model)]))
+        return total
 
 
 for _mixin in (NoVectors, MemoryVectors, SQLiteVectors, PostgresVectors, RedisVectors):
