@@ -264,7 +264,7 @@ def _assert_redis_keys_are_digests(store: BaseSessionStore) -> None:
     assert isinstance(store, RedisStore)
     prefix = re.escape(store.prefix)
     pattern = re.compile(
-        rf"{prefix}(sessions|(ws|user):[0-9a-f]{{32}}|s:[0-9a-f]{{32}}:"
+        rf"{prefix}(schema|sessions|(ws|user):[0-9a-f]{{32}}|s:[0-9a-f]{{32}}:"
         r"(meta|order|bodies|times|offload|tokens|summary|migrations))"
     )
     keys = [k.decode() for k in store._client.scan_iter(match=f"{store.prefix}*")]
@@ -378,7 +378,8 @@ def test_sqlite_schema_is_migrated_from_the_first_one(tmp_path: Path) -> None:
     names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
     conn.close()
     assert names == [
-        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors"
+        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors",
+        "0005_vectors_by_text", "0006_numeric_user_ids",
     ]  # fmt: skip
 
 
@@ -404,7 +405,8 @@ def test_postgres_schema_is_migrated_from_the_first_one(postgres_url: str) -> No
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         names = [r[0] for r in conn.execute("SELECT name FROM sm_schema_migrations ORDER BY name")]
     assert names == [
-        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors"
+        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors",
+        "0005_vectors_by_text", "0006_numeric_user_ids",
     ]  # fmt: skip
 
 

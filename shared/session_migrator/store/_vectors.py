@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from session_migrator.store import _codec
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._guard import guard_class
+from session_migrator.store._redis_schema import GUARD, schema_key
 
 __all__ = ["MemoryVectors", "NoVectors", "PostgresVectors", "RedisVectors", "SQLiteVectors"]
 
@@ -230,8 +231,9 @@ class PostgresVectors:
 _LOST_RACE = frozenset({"23503", "40P01", "40001"})
 
 
-#: KEYS bodies vectors; ARGV model, then (id vector) pairs. Vectors of unknown ids are dropped.
-PUT_VECTORS = """
+#: KEYS bodies vectors schema; ARGV model, then (id vector) pairs. Vectors of unknown ids are
+#: dropped.
+PUT_VECTORS = GUARD + """
 for i = 2, #ARGV, 2 do
   if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then
     local current = redis.call('HGET', KEYS[2], ARGV[i])
@@ -269,6 +271,7 @@ class RedisVectors:
     """Redis's vectors (hash ``P s:D:vectors``)."""
 
     _client: Any
+    prefix: str
 
     if TYPE_CHECKING:  # (the store's)
 
@@ -302,7 +305,7 @@ class RedisVectors:
         args: list[Any] = [ek(model)]
         for mid, raw in vectors.items():
             args += [ek(mid), base64.b64encode(bytes(raw)).decode("ascii")]
-        self._run(script, (k.bodies, k.vectors), args)
+        self._run(script, (k.bodies, k.vectors, schema_key(self.prefix)), args)
 
     def delete_vectors(self, model: str) -> int:
         """See :meth:`NoVectors.delete_vectors`."""
