@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from session_migrator import Message, StoreError
+from session_migrator.recall._embeddings import text_digest
 from session_migrator.store import BaseSessionStore, open_store
 
 StoreFactory = Callable[..., BaseSessionStore]
@@ -341,8 +342,9 @@ def _check_migrated(store: BaseSessionStore) -> None:
     store.append("old-session", [Message("tool", "y" * 5000, tool_call_id="c", id="new")])
     assert store.get_offloaded("old-session", "new") == "y" * 5000  # the 0003 table works
     ids = [m.id for m in store.load("old-session")]
-    store.put_vectors("old-session", "model-a", {ids[0]: b"\x00" * 8})  # the 0004 table works
-    assert store.get_vectors("old-session", "model-a", ids) == {ids[0]: b"\x00" * 8}
+    vector = text_digest("old 0") + b"\x00" * 8  # (the digest of its text, then the numbers)
+    store.put_vectors("old-session", "model-a", {ids[0]: vector})  # the 0004/0005 table works
+    assert store.get_vectors("old-session", "model-a", ids) == {ids[0]: vector}
     assert [m.text for m in store.load("old-session")][:3] == ["old 0", "old 1", "old 2"]
     assert store.erase_user(V1_USER) == 1  # the 0002 column was backfilled
 

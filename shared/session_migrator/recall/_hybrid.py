@@ -23,7 +23,6 @@ those they had.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import re
 from collections.abc import Sequence
@@ -35,7 +34,13 @@ import numpy.typing as npt
 from session_migrator._deadline import Deadline, DeadlinePassed, Pending
 from session_migrator._redact import redact_secrets
 from session_migrator.messages._messages import Message
-from session_migrator.recall._embeddings import EMBEDDED_CHARS, StoredVectors, as_embeddings
+from session_migrator.recall._embeddings import (
+    DIGEST_BYTES,
+    StoredVectors,
+    as_embeddings,
+    embedded_text,
+    text_digest,
+)
 
 __all__ = [
     "DIGEST_BYTES",
@@ -47,32 +52,13 @@ __all__ = [
     "hybrid_for",
     "stored_vector",
     "text_digest",
-]
+]  # (embedded_text, text_digest and DIGEST_BYTES are ._embeddings', named here too)
 
 #: The reciprocal-rank fusion constant (Cormack et al. 2009; the LoCoMo benchmark's yardstick).
 RRF_K = 60
 _DAY_TOKENS = re.compile(r"\bsmday\d{4}\b")
 _Floats = npt.NDArray[np.float64]
 _Ints = npt.NDArray[np.int64]
-
-
-def embedded_text(message: Message) -> str:
-    """What of ``message`` is embedded: its text and its tool calls, cut at
-    :data:`~session_migrator.recall._embeddings.EMBEDDED_CHARS`."""
-    text = " ".join([message.text] + [c.name + " " + c.arguments for c in message.tool_calls])
-    return text[:EMBEDDED_CHARS]
-
-
-#: The bytes of the digest of the embedded text that lead each vector kept in a store.
-DIGEST_BYTES = 16
-
-
-def text_digest(text: str) -> bytes:
-    """The digest of an embedded text kept before its vector in a store (BLAKE2b, 16 bytes): a
-    vector is served for a message only while the message's text has this digest."""
-    return hashlib.blake2b(
-        text.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES
-    ).digest()
 
 
 def stored_vector(raw: bytes, digest: bytes) -> npt.NDArray[np.float32] | None:
