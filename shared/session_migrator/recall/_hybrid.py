@@ -270,16 +270,10 @@ class HybridRecall:
                 missing = [k for k in missing if k not in memory]
         dims = self._dims()
         if dims is not None:  # (a stored vector of another size: made again)
-            wrong = [k for k in from_store if memory[k].shape[0] != dims]
-            for k in wrong:
-                memory.pop(k, None)
-            missing += wrong
-        if missing:
-            text_of = {k: embedded_text(m) for k, m in zip(keys, messages, strict=True)}
-            self._embed([text_of[k] for k in missing], missing)
-            self.embedded += len(missing)
-            if held.store is not None:
-                held._unsaved.update(missing)
+            missing += [k for k in from_store if memory[k].shape[0] != dims]
+        self._make(messages, keys, missing)
+        # (vectors stored by the model under this key before, at another size: made again)
+        self._make(messages, keys, _other_size(memory, keys, from_store))
         self._save()
         sizes = {memory[k].shape[0] for k in dict.fromkeys(keys)}
         if len(sizes) > 1:
@@ -287,6 +281,24 @@ class HybridRecall:
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([memory[k] for k in keys])
+
+    def _make(
+        self,
+        messages: Sequence[Message],
+        keys: list[tuple[str, bytes]],
+        missing: list[tuple[str, bytes]],
+    ) -> None:
+        """Embed the ``missing`` of ``messages`` (by their ``keys``), to be stored."""
+        if not missing:
+            return
+        memory = self.embeddings.memory
+        for k in missing:
+            memory.pop(k, None)
+        text_of = {k: embedded_text(m) for k, m in zip(keys, messages, strict=True)}
+        self._embed([text_of[k] for k in missing], missing)
+        self.embedded += len(missing)
+        if self.vectors.store is not None:
+            self.vectors._unsaved.update(missing)
 
     def _dims(self) -> int | None:
         """The size of this session's vectors, when some are in its table already."""
@@ -373,6 +385,22 @@ class HybridRecall:
         self.fallbacks.append(
             f"embeddings {self.embeddings.key}: {why}; recall ranked the cut turns by bm25 alone"
         )
+
+
+def _other_size(
+    memory: Any, keys: Sequence[tuple[str, bytes]], from_store: set[tuple[str, bytes]]
+) -> list[tuple[str, bytes]]:
+    """The vectors read from the store whose size is not the model's (that of those it made
+    now; all of them when their sizes differ and it made none)."""
+    if not from_store:
+        return []
+    made = [k for k in keys if k not in from_store and k in memory]
+    if made:
+        dims = memory[made[0]].shape[0]
+        return [k for k in from_store if memory[k].shape[0] != dims]
+    if len({memory[k].shape[0] for k in from_store}) > 1:
+        return list(from_store)
+    return []
 
 
 def _unit(vectors: npt.NDArray[np.float32], key: str) -> npt.NDArray[np.float32]:
