@@ -17,9 +17,9 @@ message that says what to fix, and the server keeps serving):
 - ``session_append(session_id, messages_json, workspace?, idempotency_key?)`` (a workspace
   other than the stored session's is refused), ``session_context(session_id, model,
   strategy?, query?, reserve_output_tokens?, context_window?, recall_scope?)``,
-  ``session_usage(session_id, model, context_window?)``, ``session_list(workspace?, offset?, limit?)``: the
-  session store (``--store URL``, default the embedded SQLite file under
-  ``SESSION_MIGRATOR_HOME``). ``session_context`` goes through
+  ``session_usage(session_id, model, context_window?)``,
+  ``session_list(workspace?, offset?, limit?)``: the session store (``--store URL``, default
+  the embedded SQLite file under ``SESSION_MIGRATOR_HOME``). ``session_context`` goes through
   :class:`~session_migrator.sessions._fitter.SessionFitter`: cached counts, the rolling summary and
   the
   migration log are kept in the store.

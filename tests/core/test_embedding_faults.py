@@ -15,8 +15,15 @@ from typing import Any
 
 import pytest
 
-from session_migrator import Embeddings, Message, ModelWindow, SessionFitter, counter_for, migrate
-from session_migrator import _deadline
+from session_migrator import (
+    Embeddings,
+    Message,
+    ModelWindow,
+    SessionFitter,
+    _deadline,
+    counter_for,
+    migrate,
+)
 from session_migrator._deadline import WORKERS
 from session_migrator.store import open_store
 
@@ -39,7 +46,7 @@ def _window() -> ModelWindow:
 
 
 class _Echo401(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         auth = self.headers.get("Authorization", "")
         body = json.dumps(
             {"error": {"message": f"Incorrect API key provided: {KEY}. You sent {auth}.",
@@ -74,7 +81,8 @@ def echo_401(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def _assert_redacted(fallbacks: Sequence[str]) -> None:
     assert any("embeddings" in f and "bm25 alone" in f for f in fallbacks), fallbacks
     text = " ".join(fallbacks)
-    assert "sk-proj-" not in text and "abcdefghijklmnop" not in text, text
+    assert "sk-proj-" not in text, text
+    assert "abcdefghijklmnop" not in text, text
     assert "Bearer sk" not in text, text
 
 
@@ -82,7 +90,10 @@ def test_an_openai_embeddings_401_echoing_the_key_is_redacted(echo_401: str) -> 
     from langchain_openai import OpenAIEmbeddings
 
     model = OpenAIEmbeddings(
-        model="text-embedding-3-small", api_key=KEY, base_url=echo_401, max_retries=0  # type: ignore[arg-type]
+        model="text-embedding-3-small",
+        api_key=KEY,
+        base_url=echo_401,
+        max_retries=0,  # type: ignore[arg-type]
     )
     result = migrate(_history(), _window(), strategy="recall", embeddings=model)
     _assert_redacted(result.report.fallbacks)

@@ -229,8 +229,10 @@ async def test_session_list_is_paged(connect: Connect, tmp_path: Path) -> None:
     assert first["count"] == SESSIONS_PAGE + 30
     assert first["returned"] == len(first["sessions"]) == SESSIONS_PAGE
     assert first["next_offset"] == SESSIONS_PAGE
-    assert rest["returned"] == 30 and rest["next_offset"] is None
+    assert rest["returned"] == 30
+    assert rest["next_offset"] is None
     ids = [s["id"] for s in first["sessions"] + rest["sessions"]]
     assert sorted(ids) == [f"s{i:04d}" for i in range(SESSIONS_PAGE + 30)]
-    assert [s["id"] for s in small["sessions"]] == ids[3:10] and small["next_offset"] == 10
+    assert [s["id"] for s in small["sessions"]] == ids[3:10]
+    assert small["next_offset"] == 10
     assert refused.is_error

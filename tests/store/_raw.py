@@ -27,9 +27,7 @@ def raw_vectors(store: BaseSessionStore) -> Vectors:
         conn = sqlite3.connect(store.path)  # type: ignore[attr-defined]
         try:
             rows = conn.execute("SELECT session_id, message_id, model, vector FROM vectors")
-            return {
-                (decode_key(s), decode_key(m), decode_key(k)): bytes(v) for s, m, k, v in rows
-            }
+            return {(decode_key(s), decode_key(m), decode_key(k)): bytes(v) for s, m, k, v in rows}
         finally:
             conn.close()
     if kind == "PostgresStore":

@@ -19,8 +19,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from session_migrator import Embeddings, Message, ModelWindow, SessionFitter, StoreError
-from session_migrator import counter_for
+from session_migrator import (
+    Embeddings,
+    Message,
+    ModelWindow,
+    SessionFitter,
+    StoreError,
+    counter_for,
+)
 from session_migrator.recall._embeddings import embedded_text, text_digest
 from session_migrator.store import BaseSessionStore, open_store
 from tests.store._raw import raw_vectors, traces
@@ -92,7 +98,11 @@ def test_an_integer_user_id_is_erased_as_a_number_and_as_its_string(
 
 @pytest.mark.parametrize(
     "backend",
-    ["sqlite", pytest.param("redis", marks=pytest.mark.redis), pytest.param("postgres", marks=pytest.mark.postgres)],
+    [
+        "sqlite",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=pytest.mark.postgres),
+    ],
 )  # (memory:// keeps nothing from an earlier version)
 def test_integer_user_ids_stored_before_are_erasable_after_the_upgrade(
     make_store: StoreFactory, backend: str
@@ -143,10 +153,15 @@ def test_a_message_stored_again_with_other_text_never_gets_the_old_vector(
     store.append("s", [Message("user", "Turn 1 again: about a horse now.", id="u1")])
     # a stale vector for u1 (as a long-lived fitter or another process would write) is refused
     old = next(m for m in _history() if m.id == "u1")
-    store.put_vectors("s", Embeddings(model).key, {"u1": text_digest(embedded_text(old)) + b"\0" * 16})
+    store.put_vectors(
+        "s", Embeddings(model).key, {"u1": text_digest(embedded_text(old)) + b"\0" * 16}
+    )
     _assert_every_vector_is_of_its_text(store)
     # the long-lived fitter and a new one both embed the new text, never serve the old vector
-    for again in (fitter, SessionFitter("s", store=store, strategy="recall", embeddings=Embeddings(model))):
+    for again in (
+        fitter,
+        SessionFitter("s", store=store, strategy="recall", embeddings=Embeddings(model)),
+    ):
         model.texts.clear()
         _fit(again, "Which horse?")
         held = {m.id: m for m in store.load("s")}
@@ -168,7 +183,8 @@ def test_a_long_lived_fitter_does_not_keep_a_stale_row() -> None:
     assert rows is not None
     second = Message("user", "about a car, not a dog", id="m1")  # the id again, other text
     again = HybridRecall(held).rows([second])
-    assert again is not None and int(again[0]) != int(rows[0])
+    assert again is not None
+    assert int(again[0]) != int(rows[0])
     assert held.table is not None
     vector = np.asarray(model.vector(embedded_text(second)), dtype=np.float32)
     assert np.allclose(held.table[int(again[0])], vector / np.linalg.norm(vector))
@@ -233,18 +249,24 @@ def test_one_models_vectors_are_deleted_and_a_wrong_size_is_made_again(
 ) -> None:
     old, new = Texts(dims=4), Texts(dims=6)
     for sid in ("s", "t"):
-        fitter = SessionFitter(sid, store=store, strategy="recall", embeddings=Embeddings(old, name="m"))
+        fitter = SessionFitter(
+            sid, store=store, strategy="recall", embeddings=Embeddings(old, name="m")
+        )
         fitter.append(_history(sid))
         _fit(fitter)
     before = raw_vectors(store)
     assert {k[2] for k in before} == {"m"}
     # the same name, another size: the stored vectors are made again, the fit ranks densely
-    fitter = SessionFitter("s", store=store, strategy="recall", embeddings=Embeddings(new, name="m"))
+    fitter = SessionFitter(
+        "s", store=store, strategy="recall", embeddings=Embeddings(new, name="m")
+    )
     result = _fit(fitter, "Which boat?")
     assert result.report.fallbacks == []
     sizes = {len(raw) for (sid, _, _), raw in raw_vectors(store).items() if sid == "s"}
     assert 16 + 6 * 4 in sizes
-    other = SessionFitter("u", store=store, strategy="recall", embeddings=Embeddings(old, name="other"))
+    other = SessionFitter(
+        "u", store=store, strategy="recall", embeddings=Embeddings(old, name="other")
+    )
     other.append(_history("u"))
     _fit(other)
     n = sum(1 for k in raw_vectors(store) if k[2] == "m")
@@ -267,7 +289,7 @@ def test_redis_refuses_a_store_of_another_schema_version(redis_url: str) -> None
     try:
         assert client.get(f"{prefix}schema") == b"2"
         client.set(f"{prefix}schema", "3")  # a newer version took the store over
-        with pytest.raises(StoreError, match="schema version 3.*writes version 2"):
+        with pytest.raises(StoreError, match=r"schema version 3.*writes version 2"):
             store.append("s", [Message("user", "again", id="m2")])
         model_key = "k"
         with pytest.raises(StoreError, match="schema version"):
@@ -303,9 +325,7 @@ def test_sqlite_makes_the_shipped_0004_vector_table_a_rowid_table(tmp_path: Path
 
     path = tmp_path / "shipped.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(
-        "CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-    )
+    conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     shipped = [m for m in MIGRATIONS if m[0] < "0005"]
     assert [n for n, _ in shipped][-1] == "0004_message_vectors"
     _apply(conn, shipped)

@@ -68,7 +68,9 @@ def _run(store: BaseSessionStore, ops: list[tuple]) -> None:  # type: ignore[typ
             if kind == "replace":
                 store.delete_messages(sid, [f"m{n}"])
             said = [Message("user", _text(n, words), id=f"m{n}")]
-            said += [Message("assistant", f"noted {k}: " + " ".join(words[::-1] * 3)) for k in (1, 2)]
+            said += [
+                Message("assistant", f"noted {k}: " + " ".join(words[::-1] * 3)) for k in (1, 2)
+            ]
             store.append(sid, said, metadata={"user_id": user_of[sid]})
             erased.discard(sid)
         elif kind == "delete":

@@ -65,9 +65,9 @@ def text_digest(text: str) -> bytes:
     """The digest of an embedded text kept before its vector in a store (BLAKE2b, 16 bytes): a
     store keeps a vector only while its message's embedded text has this digest, and recall
     serves it only then."""
-    return hashlib.blake2b(
-        text.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES
-    ).digest()
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
+
+
 #: Texts per call to the model.
 BATCH_SIZE = 128
 

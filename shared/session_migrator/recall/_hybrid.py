@@ -407,9 +407,7 @@ def _unit(vectors: npt.NDArray[np.float32], key: str) -> npt.NDArray[np.float32]
     if vectors.ndim != 2:
         raise ValueError(f"vectors must be a list of lists of numbers, got shape {vectors.shape}")
     if not bool(np.isfinite(vectors).all()):  # (never kept: the model is asked again next fit)
-        raise ValueError(
-            f"embedding model {key!r} gave a vector holding NaN or an infinite number"
-        )
+        raise ValueError(f"embedding model {key!r} gave a vector holding NaN or an infinite number")
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return np.ascontiguousarray(vectors / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 

@@ -29,7 +29,9 @@ __all__ = ["APPEND", "DELETE_IDS", "LOAD", "LOG_MIGRATION", "PUT_SUMMARY", "PUT_
 
 #: KEYS meta order bodies times offload all-sessions workspace-set user-set schema;
 #: ARGV session-id workspace metadata user-id('' = none) now digest, then (id body full) triples.
-APPEND = GUARD + """
+APPEND = (
+    GUARD
+    + """
 local meta, order, bodies, times, offload = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 if redis.call('EXISTS', meta) == 0 then
   redis.call('HSET', meta, 'id', ARGV[1], 'workspace', ARGV[2], 'metadata', ARGV[3],
@@ -53,6 +55,7 @@ end
 if added > 0 then redis.call('HSET', meta, 'last_seq', seq, 'updated_at', ARGV[5]) end
 return added
 """
+)
 
 #: KEYS meta order bodies; ARGV has-after('0'|'1') after-id.
 #: Returns {0} (no session), {2} (after not found) or {1, message count, body, body, ...}.

@@ -117,6 +117,7 @@ _0004_MESSAGE_VECTORS: tuple[Step, ...] = (
     END""",
 )
 
+
 def _vectors_by_text(conn: sqlite3.Connection) -> None:
     """A vector now starts with the digest of the text it was made from (see
     ``recall._hybrid.stored_vector``), so the vectors kept before are never served again: the

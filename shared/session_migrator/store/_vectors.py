@@ -253,7 +253,9 @@ class PostgresVectors:
     def delete_vectors(self, model: str) -> int:
         """See :meth:`NoVectors.delete_vectors`."""
         with self._tx() as conn:
-            cur = conn.execute("DELETE FROM sm_vectors WHERE model = %s", (_codec.index_key(model),))
+            cur = conn.execute(
+                "DELETE FROM sm_vectors WHERE model = %s", (_codec.index_key(model),)
+            )
             return int(cur.rowcount)
 
 
@@ -264,7 +266,9 @@ _LOST_RACE = frozenset({"23503", "40P01", "40001"})
 
 #: KEYS bodies vectors schema; ARGV model, then (id sha1-of-body vector) triples. A vector is
 #: kept only while its message's stored body is the one it was made from.
-PUT_VECTORS = GUARD + """
+PUT_VECTORS = (
+    GUARD
+    + """
 for i = 2, #ARGV, 3 do
   local body = redis.call('HGET', KEYS[1], ARGV[i])
   if body and redis.sha1hex(body) == ARGV[i + 1] then
@@ -277,6 +281,7 @@ for i = 2, #ARGV, 3 do
 end
 return 0
 """
+)
 
 
 #: KEYS vectors; ARGV model: its vectors dropped from the hash; returns how many.
