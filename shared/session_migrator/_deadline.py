@@ -4,13 +4,14 @@ An HTTP client's timeout bounds each socket read, not a reply: a server that sen
 second, or asks to retry in 20 s, holds a caller far longer. :class:`Deadline` runs each attempt
 in a worker thread and waits for it only as long as the deadline allows; an attempt still
 running then is left to finish in the background (its own read timeout is the time that was
-left) and the caller goes on.
+left) and the caller goes on. The threads are a bounded pool (see :class:`_Workers`): a
+server or model that never answers holds at most :data:`WORKERS` of them.
 """
 
 from __future__ import annotations
 
+import collections
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -70,7 +71,7 @@ class Deadline:
                 outcome.append((False, exc))
 
         done = threading.Event()
-        _WORKERS.run(run, done)
+        _WORKERS.run(run, done, self.end)
         return Pending(self, done, outcome)
 
     def _passed(self) -> str:
@@ -100,48 +101,75 @@ class Pending:
 
 
 class _Workers:
-    """Daemon threads that run attempts, kept between them: an idle one takes the next attempt,
-    and a new one is started when none is idle (so an attempt that never returns holds its own
-    thread, never another's). Starting a thread for each attempt costs a few hundred
-    microseconds, sometimes milliseconds: a fit asks its embedding model for the question's
-    vector once a fit."""
+    """Daemon threads that run attempts, kept between them, at most :data:`WORKERS` at once: an
+    idle one takes the next attempt, a new one is started when none is idle and there are fewer
+    than the bound (starting a thread costs a few hundred microseconds, sometimes milliseconds:
+    a fit asks its embedding model for the question's vector once a fit). An attempt that never
+    returns holds its thread; when every thread is held so, a new attempt waits for one, and
+    its caller gives up at its deadline (an attempt whose caller gave up is never started). A
+    thread idle for :data:`IDLE_SECONDS` ends. So a model that hangs on every call costs at most
+    :data:`WORKERS` threads, however many fits ask it."""
 
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]] = (
-            queue.SimpleQueue()
+    def __init__(self, limit: int, idle_seconds: float) -> None:
+        self.limit, self.idle_seconds = limit, idle_seconds
+        self._cond = threading.Condition(threading.Lock())
+        self._jobs: collections.deque[tuple[Callable[[], None], threading.Event, float]] = (
+            collections.deque()
         )
-        self._lock = threading.Lock()
         self._idle = 0
+        self.threads = 0
 
-    def run(self, job: Callable[[], None], done: threading.Event) -> None:
-        with self._lock:
-            start = self._idle == 0
-            if not start:
-                self._idle -= 1  # (one idle worker takes it)
-        self._jobs.put((job, done))
-        if start:
-            threading.Thread(
-                target=self._work, name="session-migrator-deadline", daemon=True
-            ).start()
+    def run(self, job: Callable[[], None], done: threading.Event, end: float) -> None:
+        with self._cond:
+            self._jobs.append((job, done, end))
+            if self._idle >= len(self._jobs):
+                self._cond.notify()
+                return
+            if self.threads >= self.limit:
+                self._drop_expired()
+                return  # (it waits for a thread)
+            self.threads += 1
+        threading.Thread(target=self._work, name="session-migrator-deadline", daemon=True).start()
+
+    def _drop_expired(self) -> None:
+        """Forget the waiting attempts whose callers gave up (under the lock)."""
+        now = time.monotonic()
+        for item in [j for j in self._jobs if j[2] + _GRACE < now]:
+            self._jobs.remove(item)
+            item[1].set()
 
     def _work(self) -> None:
         while True:
-            job, done = self._jobs.get()
+            with self._cond:
+                self._idle += 1
+                while not self._jobs:
+                    if not self._cond.wait(self.idle_seconds) and not self._jobs:
+                        self._idle -= 1
+                        self.threads -= 1
+                        return  # (retired: idle too long)
+                self._idle -= 1
+                job, done, end = self._jobs.popleft()
+            if time.monotonic() > end + _GRACE:
+                done.set()  # (its caller gave up: not started)
+                continue
             try:
                 job()
             finally:
                 done.set()
-            with self._lock:
-                self._idle += 1
 
 
-_WORKERS = _Workers()
+#: The most threads attempts run in at once (an attempt beyond waits for one to be free).
+WORKERS = 16
+#: Seconds a worker thread waits for an attempt before it ends.
+IDLE_SECONDS = 60.0
+
+_WORKERS = _Workers(WORKERS, IDLE_SECONDS)
 
 
 def _forked() -> None:
     """A forked child has none of its parent's threads: it starts with no worker."""
     global _WORKERS
-    _WORKERS = _Workers()
+    _WORKERS = _Workers(WORKERS, IDLE_SECONDS)
 
 
 os.register_at_fork(after_in_child=_forked)

@@ -17,9 +17,9 @@ message that says what to fix, and the server keeps serving):
 - ``session_append(session_id, messages_json, workspace?, idempotency_key?)`` (a workspace
   other than the stored session's is refused), ``session_context(session_id, model,
   strategy?, query?, reserve_output_tokens?, context_window?, recall_scope?)``,
-  ``session_usage(session_id, model, context_window?)``, ``session_list(workspace?)``: the
-  session store (``--store URL``, default the embedded SQLite file under
-  ``SESSION_MIGRATOR_HOME``). ``session_context`` goes through
+  ``session_usage(session_id, model, context_window?)``,
+  ``session_list(workspace?, offset?, limit?)``: the session store (``--store URL``, default
+  the embedded SQLite file under ``SESSION_MIGRATOR_HOME``). ``session_context`` goes through
   :class:`~session_migrator.sessions._fitter.SessionFitter`: cached counts, the rolling summary and
   the
   migration log are kept in the store.
@@ -53,6 +53,7 @@ from session_migrator.mcp._answers import jsonable
 from session_migrator.mcp._tools import (
     DEFAULT_ANSWER_TOKENS,
     DEFAULT_CACHED_SESSIONS,
+    SESSIONS_PAGE,
     ArgumentError,
     MessagesArg,
     SessionTools,
@@ -379,10 +380,14 @@ def build_server(
         workspace: Annotated[
             str | None, Field(description="Only this workspace (default: every workspace).")
         ] = None,
+        offset: Annotated[int, Field(ge=0, description="Skip this many sessions.")] = 0,
+        limit: Annotated[
+            int, Field(ge=1, le=1000, description="At most this many sessions (count says all).")
+        ] = SESSIONS_PAGE,
     ) -> Annotated[CallToolResult, out.SessionList]:
-        """The stored sessions: id, workspace, message count, creation and last update time,
-        metadata."""
-        return call(tools.session_list, workspace)
+        """The stored sessions, most recently active first, a page at a time: id, workspace,
+        message count, creation and last update time, metadata."""
+        return call(tools.session_list, workspace, offset, limit)
 
     return server
 
@@ -410,7 +415,7 @@ def summary(tool: str, data: dict[str, Any]) -> str:
     if "models" in data:
         return f"{data['returned']} of {data['count']} model(s)"
     if "sessions" in data:
-        return f"{data['count']} session(s)"
+        return f"{data['returned']} of {data['count']} session(s)"
     if "context_window" in data:
         return (
             f"{data['name']}: window {data['context_window']:,}, input "

@@ -90,7 +90,7 @@ def test_sessions_show_keeps_the_vectors_in_the_store(
     finally:
         opened.close()
     assert len(stored) >= 20  # the cut turns' messages, 384 float32 each
-    assert {len(v) for v in stored.values()} == {384 * 4}
+    assert {len(v) for v in stored.values()} == {16 + 384 * 4}  # (its text digest, its vector)
     again = _json(capsys, *show)
     assert "; 0 message(s) embedded" in again["report"]["notes"][-1]
     assert again["messages"] == first["messages"]

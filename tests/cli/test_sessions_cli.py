@@ -392,3 +392,24 @@ def test_deleting_one_side_of_a_tool_pair_says_what_is_left_unpaired(
     assert result.id in [m.id for m in open_store(store_url).load("t")]
     code, out, _ = run(capsys, "sessions", "delete", "t", "--message", result.id, "--json", *s)
     assert json.loads(out)["unpaired"] == []
+
+
+def test_erase_an_integer_user_and_one_models_vectors(
+    capsys: pytest.CaptureFixture[str], store_url: str
+) -> None:
+    from session_migrator.recall._embeddings import text_digest
+
+    s = ("--store", store_url)
+    with open_store(store_url) as store:
+        store.append("a", [Message("user", "hello", id="m1")], metadata={"user_id": 42})
+        store.append("b", [Message("user", "hi", id="m1")], metadata={"user_id": 7})
+        store.put_vectors("b", "Old:model", {"m1": text_digest("hi") + b"\0" * 8})
+    code, out, _ = run(capsys, "sessions", "erase", "--vectors", "Old:model", "--json", *s)
+    assert code == 0
+    assert json.loads(out) == {"erased_vectors": 1, "model_key": "Old:model"}
+    code, out, _ = run(capsys, "sessions", "erase", "--user", "42", *s)
+    assert "erased 1 session(s) of user '42'" in out
+    with open_store(store_url) as store:
+        assert [i.id for i in store.list_sessions(None)] == ["b"]
+        assert store.get_vectors("b", "Old:model", ["m1"]) == {}
+        assert [m.text for m in store.load("b")] == ["hi"]  # the messages stay

@@ -17,6 +17,10 @@ pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 from mcp.client.session import ClientSession
 from mcp_types import CallToolResult, TextContent
 
+from session_migrator import Message
+from session_migrator.mcp._tools import SESSIONS_PAGE
+from session_migrator.store import open_store
+
 Connect = Callable[..., AbstractAsyncContextManager[ClientSession]]
 READ_ONLY = {"model_context_window", "list_known_models", "migrate_session", "session_usage"}
 
@@ -210,3 +214,25 @@ def test_a_message_larger_than_the_cap_is_cut_and_says_how_to_get_it_whole() -> 
         assert whole["page"]["complete"] is True
     finally:
         tools.close()
+
+
+async def test_session_list_is_paged(connect: Connect, tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'many.db'}"
+    with open_store(store) as opened:
+        for i in range(SESSIONS_PAGE + 30):
+            opened.append(f"s{i:04d}", [Message("user", f"hello {i}", id="m")])
+    async with connect("--store", store) as session:
+        first = _data(await session.call_tool("session_list", {}))
+        rest = _data(await session.call_tool("session_list", {"offset": first["next_offset"]}))
+        small = _data(await session.call_tool("session_list", {"limit": 7, "offset": 3}))
+        refused = await session.call_tool("session_list", {"limit": 0})
+    assert first["count"] == SESSIONS_PAGE + 30
+    assert first["returned"] == len(first["sessions"]) == SESSIONS_PAGE
+    assert first["next_offset"] == SESSIONS_PAGE
+    assert rest["returned"] == 30
+    assert rest["next_offset"] is None
+    ids = [s["id"] for s in first["sessions"] + rest["sessions"]]
+    assert sorted(ids) == [f"s{i:04d}" for i in range(SESSIONS_PAGE + 30)]
+    assert [s["id"] for s in small["sessions"]] == ids[3:10]
+    assert small["next_offset"] == 10
+    assert refused.is_error

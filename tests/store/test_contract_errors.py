@@ -32,7 +32,8 @@ BAD_IDS: list[tuple[str, Call]] = [
     ("delete_session('')", lambda s: s.delete_session("")),
     ("delete_messages(None)", lambda s: s.delete_messages(None, ["m"])),  # type: ignore[arg-type]
     ("erase_workspace(None)", lambda s: s.erase_workspace(None)),  # type: ignore[arg-type]
-    ("erase_user(1)", lambda s: s.erase_user(1)),  # type: ignore[arg-type]
+    ("erase_user(1.5)", lambda s: s.erase_user(1.5)),  # type: ignore[arg-type]
+    ("erase_user(True)", lambda s: s.erase_user(True)),
     ("get_summary(None)", lambda s: s.get_summary(None)),  # type: ignore[arg-type]
     ("migrations([])", lambda s: s.migrations([])),  # type: ignore[arg-type]
     ("get_token_counts(None)", lambda s: s.get_token_counts(None, "c", ["m"])),  # type: ignore[arg-type]

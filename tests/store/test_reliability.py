@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from session_migrator import Message, StoreError
+from session_migrator.recall._embeddings import text_digest
 from session_migrator.store import BaseSessionStore, open_store
 
 StoreFactory = Callable[..., BaseSessionStore]
@@ -264,7 +265,7 @@ def _assert_redis_keys_are_digests(store: BaseSessionStore) -> None:
     assert isinstance(store, RedisStore)
     prefix = re.escape(store.prefix)
     pattern = re.compile(
-        rf"{prefix}(sessions|(ws|user):[0-9a-f]{{32}}|s:[0-9a-f]{{32}}:"
+        rf"{prefix}(schema|sessions|(ws|user):[0-9a-f]{{32}}|s:[0-9a-f]{{32}}:"
         r"(meta|order|bodies|times|offload|tokens|summary|migrations))"
     )
     keys = [k.decode() for k in store._client.scan_iter(match=f"{store.prefix}*")]
@@ -341,8 +342,9 @@ def _check_migrated(store: BaseSessionStore) -> None:
     store.append("old-session", [Message("tool", "y" * 5000, tool_call_id="c", id="new")])
     assert store.get_offloaded("old-session", "new") == "y" * 5000  # the 0003 table works
     ids = [m.id for m in store.load("old-session")]
-    store.put_vectors("old-session", "model-a", {ids[0]: b"\x00" * 8})  # the 0004 table works
-    assert store.get_vectors("old-session", "model-a", ids) == {ids[0]: b"\x00" * 8}
+    vector = text_digest("old 0") + b"\x00" * 8  # (the digest of its text, then the numbers)
+    store.put_vectors("old-session", "model-a", {ids[0]: vector})  # the 0004/0005 table works
+    assert store.get_vectors("old-session", "model-a", ids) == {ids[0]: vector}
     assert [m.text for m in store.load("old-session")][:3] == ["old 0", "old 1", "old 2"]
     assert store.erase_user(V1_USER) == 1  # the 0002 column was backfilled
 
@@ -378,7 +380,8 @@ def test_sqlite_schema_is_migrated_from_the_first_one(tmp_path: Path) -> None:
     names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
     conn.close()
     assert names == [
-        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors"
+        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors",
+        "0005_vectors_by_text", "0006_numeric_user_ids",
     ]  # fmt: skip
 
 
@@ -404,7 +407,8 @@ def test_postgres_schema_is_migrated_from_the_first_one(postgres_url: str) -> No
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         names = [r[0] for r in conn.execute("SELECT name FROM sm_schema_migrations ORDER BY name")]
     assert names == [
-        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors"
+        "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors",
+        "0005_vectors_by_text", "0006_numeric_user_ids",
     ]  # fmt: skip
 
 

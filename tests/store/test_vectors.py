@@ -15,34 +15,43 @@ from typing import Any
 import numpy as np
 
 from session_migrator import Embeddings, Message, ModelWindow, SessionFitter, counter_for
+from session_migrator.recall._embeddings import DIGEST_BYTES, text_digest
 from session_migrator.store import BaseSessionStore
 
 StoreFactory = Callable[..., BaseSessionStore]
 
 
-def _vec(*values: float) -> bytes:
-    return np.array(values, dtype=np.float32).tobytes()
+def _vec(text: str, *values: float) -> bytes:
+    """A vector as stores keep it: the digest of the text it was made from, then the numbers."""
+    return text_digest(text) + np.array(values, dtype=np.float32).tobytes()
 
 
 def test_vectors_are_kept_by_message_and_model(store: BaseSessionStore) -> None:
     store.append("s", [Message("user", "hello", id="m1"), Message("assistant", "hi", id="m2")])
-    store.put_vectors("s", "model-a", {"m1": _vec(1, 2), "m2": _vec(3, 4), "ghost": _vec(5, 6)})
-    store.put_vectors("s", "model-b", {"m1": _vec(9, 9, 9)})
-    assert store.get_vectors("s", "model-a", ["m1", "m2", "ghost", "m3"]) == {
-        "m1": _vec(1, 2), "m2": _vec(3, 4)
-    }  # fmt: skip
-    assert store.get_vectors("s", "model-b", ["m1", "m2"]) == {"m1": _vec(9, 9, 9)}
-    store.put_vectors("s", "model-a", {"m1": _vec(7, 7)})  # replaced
-    assert store.get_vectors("s", "model-a", ["m1"]) == {"m1": _vec(7, 7)}
+    a1, a2 = _vec("hello", 1, 2), _vec("hi", 3, 4)
+    store.put_vectors("s", "model-a", {"m1": a1, "m2": a2, "ghost": _vec("boo", 5, 6)})
+    store.put_vectors("s", "model-b", {"m1": _vec("hello", 9, 9, 9)})
+    assert store.get_vectors("s", "model-a", ["m1", "m2", "ghost", "m3"]) == {"m1": a1, "m2": a2}
+    assert store.get_vectors("s", "model-b", ["m1", "m2"]) == {"m1": _vec("hello", 9, 9, 9)}
+    store.put_vectors("s", "model-a", {"m1": _vec("hello", 7, 7)})  # replaced
+    assert store.get_vectors("s", "model-a", ["m1"]) == {"m1": _vec("hello", 7, 7)}
     assert store.get_vectors("nobody", "model-a", ["m1"]) == {}
-    store.put_vectors("nobody", "model-a", {"m1": _vec(1)})  # no session: nothing, no error
+    store.put_vectors("nobody", "model-a", {"m1": a1})  # no session: nothing, no error
     assert store.get_session("nobody") is None
     assert [m.text for m in store.load("s")] == ["hello", "hi"]  # the messages as they were
 
 
+def test_a_vector_is_kept_only_for_the_text_it_was_made_from(store: BaseSessionStore) -> None:
+    store.append("s", [Message("user", "hello", id="m1")])
+    store.put_vectors("s", "k", {"m1": _vec("good bye", 1, 2)})  # another text's
+    assert store.get_vectors("s", "k", ["m1"]) == {}
+    store.put_vectors("s", "k", {"m1": np.array([1, 2], dtype=np.float32).tobytes()})  # none
+    assert store.get_vectors("s", "k", ["m1"]) == {}
+
+
 def test_vectors_go_with_their_messages(store: BaseSessionStore) -> None:
     store.append("s", [Message("user", f"m {i}", id=f"m{i}") for i in range(3)])
-    store.put_vectors("s", "k", {f"m{i}": _vec(i) for i in range(3)})
+    store.put_vectors("s", "k", {f"m{i}": _vec(f"m {i}", i) for i in range(3)})
     assert store.delete_messages("s", ["m1"]) == 1
     assert set(store.get_vectors("s", "k", ["m0", "m1", "m2"])) == {"m0", "m2"}
     store.append("s", [Message("user", "said again", id="m1")])  # the id again: a new message
@@ -54,8 +63,10 @@ def test_vectors_go_with_their_messages(store: BaseSessionStore) -> None:
 
 async def test_async_twins(store: BaseSessionStore) -> None:
     store.append("s", [Message("user", "hello", id="m1")])
-    await store.aput_vectors("s", "k", {"m1": _vec(1, 2)})
-    assert await store.aget_vectors("s", "k", ["m1"]) == {"m1": _vec(1, 2)}
+    await store.aput_vectors("s", "k", {"m1": _vec("hello", 1, 2)})
+    assert await store.aget_vectors("s", "k", ["m1"]) == {"m1": _vec("hello", 1, 2)}
+    assert await store.adelete_vectors("k") == 1
+    assert await store.aget_vectors("s", "k", ["m1"]) == {}
 
 
 class Counting:
@@ -112,7 +123,7 @@ def test_a_fitter_embeds_each_message_once_also_across_a_restart(
     # the vectors are in the store, by message id and model key
     kept = store.get_vectors("s", "counting", [f"u{i}" for i in range(30)])
     assert kept
-    assert all(len(v) == 3 * 4 for v in kept.values())
+    assert all(len(v) == DIGEST_BYTES + 3 * 4 for v in kept.values())
     if store_url == "memory://":
         return  # (a new memory store is empty)
     # a restart: a new model object, a new fitter, the store reopened; nothing embedded twice

@@ -100,10 +100,24 @@ def register(sub: Any) -> None:
     what.add_argument("--range", nargs=2, metavar=("FIRST", "LAST"), help="inclusive id range")
     what.add_argument("--tool", metavar="NAME", help="a tool's calls and their results")
 
-    a = action("erase", "delete every session of a workspace or of a user", run_erase)
+    a = action(
+        "erase",
+        "delete every session of a workspace or of a user, or every vector of a model",
+        run_erase,
+    )
     who = a.add_mutually_exclusive_group(required=True)
     who.add_argument("--workspace", metavar="W")
-    who.add_argument("--user", metavar="USER_ID", help="sessions whose metadata user_id is this")
+    who.add_argument(
+        "--user",
+        metavar="USER_ID",
+        help="sessions whose metadata user_id is this (42 also matches the number 42)",
+    )
+    who.add_argument(
+        "--vectors",
+        metavar="MODEL_KEY",
+        help="the vectors kept under an embedding model's key (a model renamed or retired); "
+        "the messages stay",
+    )
 
     a = action("purge", "delete messages older than a number of days", run_purge)
     a.add_argument("--older-than", type=float, required=True, metavar="DAYS")
@@ -338,6 +352,10 @@ def _unpaired(messages: list[Message]) -> list[str]:
 
 def run_erase(args: argparse.Namespace) -> int:
     with _store(args) as store:
+        if args.vectors is not None:
+            n = store.delete_vectors(args.vectors)
+            text = f"erased the vectors of {n} message(s) under model key {args.vectors!r}"
+            return _done(args, text, erased_vectors=n, model_key=args.vectors)
         if args.workspace is not None:
             n = store.erase_workspace(args.workspace)
             what: Sequence[str] = ("workspace", args.workspace)

@@ -112,7 +112,10 @@ class SessionList(_Out):
     """The stored sessions."""
 
     workspace: str | None
-    count: int
+    count: int = Field(description="How many sessions there are (in the workspace, if given).")
+    returned: int = Field(description="How many are listed here (at most 'limit').")
+    next_offset: int | None = Field(description="Pass this as 'offset' for the next page.")
     sessions: list[dict[str, Any]] = Field(
-        description="id, workspace, message_count, created_at, updated_at, metadata."
+        description="id, workspace, message_count, created_at, updated_at, metadata; most "
+        "recently active first."
     )

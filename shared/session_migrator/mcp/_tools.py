@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ANSWER_TOKENS",
+    "SESSIONS_PAGE",
     "ArgumentError",
     "MessagesArg",
     "SessionTools",
@@ -45,6 +46,10 @@ __all__ = [
 DEFAULT_ANSWER_TOKENS = 20_000
 #: How many sessions' fitted views the server keeps (each holds the session's full log).
 DEFAULT_CACHED_SESSIONS = 4
+
+
+#: The sessions one ``session_list`` answer holds unless its ``limit`` says otherwise.
+SESSIONS_PAGE = 100
 
 
 class SessionTools:
@@ -252,13 +257,23 @@ class SessionTools:
             self._require(session_id)
             return usage(self.store, session_id, window).to_dict()
 
-    def session_list(self, workspace: str | None = None) -> dict[str, Any]:
+    def session_list(
+        self, workspace: str | None = None, offset: int = 0, limit: int = SESSIONS_PAGE
+    ) -> dict[str, Any]:
+        if offset < 0:
+            raise ArgumentError(f"offset must be 0 or more, got {offset}")
+        if limit < 1:
+            raise ArgumentError(f"limit must be at least 1, got {limit}")
         with self._lock:
             infos = self.store.list_sessions(workspace)
+        shown = infos[offset : offset + limit]
+        end = offset + len(shown)
         return {
             "workspace": workspace,
             "count": len(infos),
-            "sessions": [jsonable(asdict(info)) for info in infos],
+            "returned": len(shown),
+            "next_offset": end if end < len(infos) else None,
+            "sessions": [jsonable(asdict(info)) for info in shown],
         }
 
     def _require(self, session_id: str) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import inspect
 import threading
 import weakref
@@ -27,15 +28,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, Protocol
 
+from session_migrator.messages._messages import Message
+
 __all__ = [
     "DEFAULT_EMBEDDING_TIMEOUT",
+    "DIGEST_BYTES",
     "EMBEDDED_CHARS",
     "Embeddings",
     "StoredVectors",
     "active",
     "as_embeddings",
+    "embedded_text",
     "recalling",
     "session_vectors",
+    "text_digest",
 ]
 
 #: Seconds a fit waits, in all, for the embedding model before recall falls back to bm25.
@@ -43,6 +49,25 @@ DEFAULT_EMBEDDING_TIMEOUT = 10.0
 #: The characters of a message that are embedded (its text and tool calls, cut here): a long
 #: tool output is searched by bm25 over its whole text, and by its opening here.
 EMBEDDED_CHARS = 4_000
+
+#: The bytes of the digest of the embedded text that lead each vector kept in a store.
+DIGEST_BYTES = 16
+
+
+def embedded_text(message: Message) -> str:
+    """What of ``message`` is embedded: its text and its tool calls, cut at
+    :data:`EMBEDDED_CHARS`."""
+    text = " ".join([message.text] + [c.name + " " + c.arguments for c in message.tool_calls])
+    return text[:EMBEDDED_CHARS]
+
+
+def text_digest(text: str) -> bytes:
+    """The digest of an embedded text kept before its vector in a store (BLAKE2b, 16 bytes): a
+    store keeps a vector only while its message's embedded text has this digest, and recall
+    serves it only then."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
+
+
 #: Texts per call to the model.
 BATCH_SIZE = 128
 
@@ -152,10 +177,14 @@ class StoredVectors:
         self.embeddings = embeddings
         self.store = store
         self.session_id = session_id
-        self._asked: set[str] = set()  # ids the store was asked for (whether it had them)
-        self._unsaved: set[tuple[str, int]] = set()  # embedded here, not in the store yet
-        # every vector read here, one row each (by message id), so a re-fit reads only new ones
-        self.rows: dict[str, int] = {}
+        # (id, text digest) the store was asked for (whether it had them)
+        self._asked: set[tuple[str, bytes]] = set()
+        self._unsaved: set[tuple[str, bytes]] = set()  # embedded here, not in the store yet
+        # every vector read here, one row each (by message id and the digest of its embedded
+        # text, so a message stored again with other text gets a row of its own), so a re-fit
+        # reads only new ones
+        self.rows: dict[tuple[str, bytes], int] = {}
+        self.digests: dict[str, tuple[Any, bytes]] = {}  # id -> (message, digest), a memo
         self.table: Any = None  # (a float32 matrix, rows beyond len(rows) unused)
 
 

@@ -32,10 +32,27 @@ import numpy as np
 import numpy.typing as npt
 
 from session_migrator._deadline import Deadline, DeadlinePassed, Pending
+from session_migrator._redact import redact_secrets
 from session_migrator.messages._messages import Message
-from session_migrator.recall._embeddings import EMBEDDED_CHARS, StoredVectors, as_embeddings
+from session_migrator.recall._embeddings import (
+    DIGEST_BYTES,
+    StoredVectors,
+    as_embeddings,
+    embedded_text,
+    text_digest,
+)
 
-__all__ = ["RRF_K", "HybridRecall", "best_first", "embedded_text", "fuse", "hybrid_for"]
+__all__ = [
+    "DIGEST_BYTES",
+    "RRF_K",
+    "HybridRecall",
+    "best_first",
+    "embedded_text",
+    "fuse",
+    "hybrid_for",
+    "stored_vector",
+    "text_digest",
+]  # (embedded_text, text_digest and DIGEST_BYTES are ._embeddings', named here too)
 
 #: The reciprocal-rank fusion constant (Cormack et al. 2009; the LoCoMo benchmark's yardstick).
 RRF_K = 60
@@ -44,11 +61,14 @@ _Floats = npt.NDArray[np.float64]
 _Ints = npt.NDArray[np.int64]
 
 
-def embedded_text(message: Message) -> str:
-    """What of ``message`` is embedded: its text and its tool calls, cut at
-    :data:`~session_migrator.recall._embeddings.EMBEDDED_CHARS`."""
-    text = " ".join([message.text] + [c.name + " " + c.arguments for c in message.tool_calls])
-    return text[:EMBEDDED_CHARS]
+def stored_vector(raw: bytes, digest: bytes) -> npt.NDArray[np.float32] | None:
+    """The vector a store kept (``raw``: the digest of its text, then float32 numbers), or
+    ``None`` when it was made from another text (a message stored again under its id), is of
+    an older layout, or holds a number that is not finite."""
+    if len(raw) <= DIGEST_BYTES or (len(raw) - DIGEST_BYTES) % 4 or raw[:DIGEST_BYTES] != digest:
+        return None
+    vector = np.frombuffer(raw, dtype=np.float32, offset=DIGEST_BYTES)
+    return vector if bool(np.isfinite(vector).all()) else None
 
 
 class HybridRecall:
@@ -195,9 +215,11 @@ class HybridRecall:
         """The rows of ``messages``' vectors in the session's table (those not yet in it read
         from the model's memory, the store or the model)."""
         held, rows = self.vectors, self.vectors.rows
-        new = list({m.id: m for m in messages if m.id not in rows}.values())
+        keys = [self._key(m) for m in messages]
+        fresh = {k: m for k, m in zip(keys, messages, strict=True) if k not in rows}
+        new = list(fresh.values())
         if new:
-            vectors = self._vectors_of(new)
+            vectors = self._vectors_of(new, list(fresh))
             table = held.table
             if table is not None and vectors.shape[1] != table.shape[1]:
                 raise ValueError(
@@ -211,47 +233,85 @@ class HybridRecall:
                     grown[:n] = table[:n]
                 held.table = table = grown
             table[n : n + len(new)] = vectors
-            for k, m in enumerate(new):
-                rows[m.id] = n + k
-        return np.fromiter((rows[m.id] for m in messages), dtype=np.int64, count=len(messages))
+            for k, key in enumerate(fresh):
+                rows[key] = n + k
+        return np.fromiter((rows[k] for k in keys), dtype=np.int64, count=len(messages))
 
-    def _vectors_of(self, messages: Sequence[Message]) -> npt.NDArray[np.float32]:
+    def _key(self, message: Message) -> tuple[str, bytes]:
+        """``message``'s id and the digest of its embedded text (memoised for the very message
+        object, so a re-fit over the same messages digests none again)."""
+        memo = self.vectors.digests
+        held = memo.get(message.id)
+        if held is not None and held[0] is message:
+            return message.id, held[1]
+        digest = text_digest(embedded_text(message))
+        memo[message.id] = (message, digest)
+        return message.id, digest
+
+    def _vectors_of(
+        self, messages: Sequence[Message], keys: list[tuple[str, bytes]]
+    ) -> npt.NDArray[np.float32]:
         e, held = self.embeddings, self.vectors
-        texts = [embedded_text(m) for m in messages]
-        keys = [(m.id, hash(t)) for m, t in zip(messages, texts, strict=True)]
         memory = e.memory
         missing = [k for k in dict.fromkeys(keys) if k not in memory]
+        from_store: set[tuple[str, bytes]] = set()
         if missing and held.store is not None and held.session_id is not None:
-            ask = [mid for mid, _ in missing if mid not in held._asked]
+            ask = [k for k in missing if k not in held._asked]
             if ask:
-                found = held.store.get_vectors(held.session_id, e.key, ask)
+                found = held.store.get_vectors(held.session_id, e.key, [mid for mid, _ in ask])
                 held._asked.update(ask)
-                by_id = dict(missing)
                 with e.lock:
-                    for mid, raw in found.items():
-                        memory[(mid, by_id[mid])] = np.frombuffer(raw, dtype=np.float32)
+                    for mid, digest in ask:
+                        raw = found.get(mid)
+                        vector = None if raw is None else stored_vector(raw, digest)
+                        if vector is not None:
+                            memory[(mid, digest)] = vector
+                            from_store.add((mid, digest))
                 missing = [k for k in missing if k not in memory]
-        if missing:
-            text_of = dict(zip(keys, texts, strict=True))
-            self._embed([text_of[k] for k in missing], missing)
-            self.embedded += len(missing)
-            if held.store is not None:
-                held._unsaved.update(missing)
+        dims = self._dims()
+        if dims is not None:  # (a stored vector of another size: made again)
+            missing += [k for k in from_store if memory[k].shape[0] != dims]
+        self._make(messages, keys, missing)
+        # (vectors stored by the model under this key before, at another size: made again)
+        self._make(messages, keys, _other_size(memory, keys, from_store))
         self._save()
-        dims = {memory[k].shape[0] for k in dict.fromkeys(keys)}
-        if len(dims) > 1:
-            raise ValueError(f"embedding model {e.key!r} gave vectors of sizes {sorted(dims)}")
+        sizes = {memory[k].shape[0] for k in dict.fromkeys(keys)}
+        if len(sizes) > 1:
+            raise ValueError(f"embedding model {e.key!r} gave vectors of sizes {sorted(sizes)}")
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([memory[k] for k in keys])
 
-    def _embed(self, texts: list[str], keys: list[tuple[str, int]]) -> None:
+    def _make(
+        self,
+        messages: Sequence[Message],
+        keys: list[tuple[str, bytes]],
+        missing: list[tuple[str, bytes]],
+    ) -> None:
+        """Embed the ``missing`` of ``messages`` (by their ``keys``), to be stored."""
+        if not missing:
+            return
+        memory = self.embeddings.memory
+        for k in missing:
+            memory.pop(k, None)
+        text_of = {k: embedded_text(m) for k, m in zip(keys, messages, strict=True)}
+        self._embed([text_of[k] for k in missing], missing)
+        self.embedded += len(missing)
+        if self.vectors.store is not None:
+            self.vectors._unsaved.update(missing)
+
+    def _dims(self) -> int | None:
+        """The size of this session's vectors, when some are in its table already."""
+        table = self.vectors.table
+        return None if table is None or not self.vectors.rows else int(table.shape[1])
+
+    def _embed(self, texts: list[str], keys: list[tuple[str, bytes]]) -> None:
         """Embed ``texts`` in batches within the fit's deadline; each batch's vectors go to the
         model's memory as it comes (also when it comes after the deadline)."""
         e = self.embeddings
 
-        def attempt(batch: list[str], where: list[tuple[str, int]], _left: float) -> None:
-            found = _unit(np.asarray(e.embed_documents(batch), dtype=np.float32))
+        def attempt(batch: list[str], where: list[tuple[str, bytes]], _left: float) -> None:
+            found = _unit(np.asarray(e.embed_documents(batch), dtype=np.float32), e.key)
             with e.lock:
                 if len(e.memory) + len(where) > e.max_cached:
                     e.memory.clear()  # (a crude bound: the store keeps them all)
@@ -276,7 +336,8 @@ class HybridRecall:
             self._fail(exc)
 
     def _query_attempt(self, text: str, _left: float) -> Any:
-        return _unit(np.asarray([self.embeddings.embed_query(text)], dtype=np.float32))[0]
+        vector = np.asarray([self.embeddings.embed_query(text)], dtype=np.float32)
+        return _unit(vector, self.embeddings.key)[0]
 
     def _query_vector(self, question: str) -> npt.NDArray[np.float32]:
         e = self.embeddings
@@ -311,7 +372,7 @@ class HybridRecall:
         held.store.put_vectors(
             held.session_id,
             self.embeddings.key,
-            {mid: v.tobytes() for (mid, _), v in ready.items()},
+            {mid: digest + v.tobytes() for (mid, digest), v in ready.items()},
         )
         held._unsaved.difference_update(ready)
 
@@ -319,16 +380,34 @@ class HybridRecall:
         if isinstance(exc, DeadlinePassed):
             why = f"no answer within its {self.embeddings.timeout:g} s deadline (timeout=)"
         else:
-            why = f"{type(exc).__name__}: {exc}"
+            why = redact_secrets(f"{type(exc).__name__}: {exc}")
         self.failed = why
         self.fallbacks.append(
             f"embeddings {self.embeddings.key}: {why}; recall ranked the cut turns by bm25 alone"
         )
 
 
-def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+def _other_size(
+    memory: Any, keys: Sequence[tuple[str, bytes]], from_store: set[tuple[str, bytes]]
+) -> list[tuple[str, bytes]]:
+    """The vectors read from the store whose size is not the model's (that of those it made
+    now; all of them when their sizes differ and it made none)."""
+    if not from_store:
+        return []
+    made = [k for k in keys if k not in from_store and k in memory]
+    if made:
+        dims = memory[made[0]].shape[0]
+        return [k for k in from_store if memory[k].shape[0] != dims]
+    if len({memory[k].shape[0] for k in from_store}) > 1:
+        return list(from_store)
+    return []
+
+
+def _unit(vectors: npt.NDArray[np.float32], key: str) -> npt.NDArray[np.float32]:
     if vectors.ndim != 2:
         raise ValueError(f"vectors must be a list of lists of numbers, got shape {vectors.shape}")
+    if not bool(np.isfinite(vectors).all()):  # (never kept: the model is asked again next fit)
+        raise ValueError(f"embedding model {key!r} gave a vector holding NaN or an infinite number")
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return np.ascontiguousarray(vectors / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 

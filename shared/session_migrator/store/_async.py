@@ -83,7 +83,7 @@ class AsyncMixin:
     async def aerase_workspace(self: SyncSessionStore, workspace: str) -> int:
         return await asyncio.to_thread(self.erase_workspace, workspace)
 
-    async def aerase_user(self: SyncSessionStore, user_id: str) -> int:
+    async def aerase_user(self: SyncSessionStore, user_id: str | int) -> int:
         return await asyncio.to_thread(self.erase_user, user_id)
 
     async def apurge_older_than(
@@ -137,6 +137,9 @@ class AsyncMixin:
         self: SyncSessionStore, session_id: str, model: str, vectors: Mapping[str, bytes]
     ) -> None:
         await asyncio.to_thread(self.put_vectors, session_id, model, dict(vectors))
+
+    async def adelete_vectors(self: SyncSessionStore, model: str) -> int:
+        return await asyncio.to_thread(self.delete_vectors, model)
 
     async def alog_migration(self: SyncSessionStore, record: MigrationRecord) -> MigrationRecord:
         return await asyncio.to_thread(self.log_migration, record)

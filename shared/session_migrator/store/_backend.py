@@ -22,7 +22,14 @@ from session_migrator.store import _codec
 from session_migrator.store._guard import guard_class
 from session_migrator.store._types import MigrationRecord, SessionInfo, StoredSummary
 
-__all__ = ["BackendPrimitives", "Clock", "Record", "display_url", "user_id_of"]
+__all__ = [
+    "BackendPrimitives",
+    "Clock",
+    "Record",
+    "display_url",
+    "normal_user_id",
+    "user_id_of",
+]
 
 Clock = Callable[[], float]
 
@@ -39,11 +46,21 @@ def display_url(url: str, **params: str | None) -> str:
 
 
 def user_id_of(metadata: Mapping[str, Any] | None) -> str | None:
-    """The ``user_id`` that ``erase_user`` matches: a non-empty string under that key."""
+    """The ``user_id`` that ``erase_user`` matches: the value under that key as a string (a
+    non-empty string, or an integer in decimal: ``42`` and ``"42"`` are one user)."""
     if metadata is None:
         return None
-    value = metadata.get("user_id")
-    return value if isinstance(value, str) and value else None
+    return normal_user_id(metadata.get("user_id"))
+
+
+def normal_user_id(value: object) -> str | None:
+    """A user id as stores keep and match it: a non-empty string as it is, an integer (not a
+    bool) in decimal; ``None`` for anything else."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 @dataclass(frozen=True, slots=True)

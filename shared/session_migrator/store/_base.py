@@ -22,7 +22,13 @@ from session_migrator.messages._messages import Message
 from session_migrator.messages._storage_ids import storage_ids
 from session_migrator.store import _codec
 from session_migrator.store._async import AsyncMixin
-from session_migrator.store._backend import BackendPrimitives, Clock, Record, user_id_of
+from session_migrator.store._backend import (
+    BackendPrimitives,
+    Clock,
+    Record,
+    normal_user_id,
+    user_id_of,
+)
 from session_migrator.store._guard import check_id, guard_class
 from session_migrator.store._offload import is_offloaded, offload
 from session_migrator.store._types import (
@@ -248,9 +254,12 @@ class BaseSessionStore(NoVectors, AsyncMixin, BackendPrimitives):
         """Delete every session of ``workspace``; returns how many sessions were deleted."""
         return sum(self._delete_session(s, only_if_empty=False) for s in self._ids_in(workspace))
 
-    def erase_user(self, user_id: str) -> int:
-        """Delete every session whose metadata ``user_id`` is ``user_id``; returns the count."""
-        return sum(self._delete_session(s, only_if_empty=False) for s in self._ids_of_user(user_id))
+    def erase_user(self, user_id: str | int) -> int:
+        """Delete every session whose metadata ``user_id`` is ``user_id``; returns the count.
+        An integer id and its decimal string are one user (``42`` and ``"42"``)."""
+        uid = normal_user_id(user_id)
+        assert uid is not None  # (the guard refused anything else)
+        return sum(self._delete_session(s, only_if_empty=False) for s in self._ids_of_user(uid))
 
     def purge_older_than(self, days: float, *, now: datetime | float | None = None) -> int:
         """Delete messages stored more than ``days`` days before ``now``; returns the count.

@@ -4,7 +4,8 @@
 :class:`~session_migrator.store.SessionStore` protocol, in itself and in every backend that
 defines one (``__init_subclass__``), so no backend can forget either:
 
-- the ids a method takes (``session_id``, ``workspace``, ``user_id``) must be non-empty strings,
+- the ids a method takes (``session_id``, ``workspace``, ``user_id``) must be non-empty strings
+  (a ``user_id`` may also be an integer),
   else :class:`~session_migrator.InvalidIdError` (``list_sessions(None)`` means every workspace);
 - an error of the backend's driver (the class's ``backend_errors``: ``sqlite3.Error``,
   ``redis.RedisError``, ``psycopg.Error``) becomes a :class:`~session_migrator.StoreError`
@@ -32,6 +33,7 @@ class IdArg(NamedTuple):
     name: str
     position: int
     none_ok: bool = False
+    int_ok: bool = False  # (a user id: an integer is its decimal string)
 
 
 _SESSION = (IdArg("session_id", 0),)
@@ -49,7 +51,7 @@ GUARDED: dict[str, tuple[IdArg, ...]] = {
     "delete_by_tool": _SESSION,
     "delete_session": _SESSION,
     "erase_workspace": (IdArg("workspace", 0),),
-    "erase_user": (IdArg("user_id", 0),),
+    "erase_user": (IdArg("user_id", 0, int_ok=True),),
     "purge_older_than": (),
     "get_summary": _SESSION,
     "put_summary": _SESSION,
@@ -57,6 +59,7 @@ GUARDED: dict[str, tuple[IdArg, ...]] = {
     "put_token_counts": _SESSION,
     "get_vectors": _SESSION,
     "put_vectors": _SESSION,
+    "delete_vectors": (),
     "log_migration": (),  # (its record's session_id is checked by the method)
     "migrations": _SESSION,
     "get_offloaded": _SESSION,
@@ -83,6 +86,8 @@ def _guarded(method: F, ids: tuple[IdArg, ...]) -> F:
                 value = args[arg.position]
             else:
                 continue  # its default
+            if arg.int_ok and isinstance(value, int) and not isinstance(value, bool):
+                continue  # (a user id given as a number: see ``normal_user_id``)
             if not (arg.none_ok and value is None):
                 check_id(value, arg.name)
         try:

@@ -195,6 +195,7 @@ class MemoryStore(MemoryVectors, BaseSessionStore):
                 session.offloaded.pop(mid, None)
                 for counts in session.tokens.values():
                     counts.pop(mid, None)
+            self._drop_vectors(session_id, ids)
             return deleted
 
     def _offloaded_bodies(self, session_id: str, ids: Sequence[str]) -> dict[str, str]:
@@ -210,6 +211,7 @@ class MemoryStore(MemoryVectors, BaseSessionStore):
             if session is None or (only_if_empty and session.messages):
                 return False
             del self._sessions[session_id]
+            self._drop_vectors(session_id, None)
             return True
 
     def _ids_in(self, workspace: str) -> list[str]:

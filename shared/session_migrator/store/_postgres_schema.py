@@ -126,6 +126,11 @@ MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0002_session_user_id", _0002_SESSION_USER_ID),
     ("0003_offloaded_outputs", _0003_OFFLOADED_OUTPUTS),
     ("0004_message_vectors", _0004_MESSAGE_VECTORS),
+    # a vector now starts with the digest of the text it was made from: those kept before are
+    # never served again, and go (embedded again as fits need them)
+    ("0005_vectors_by_text", ("DELETE FROM sm_vectors",)),
+    # (sessions whose metadata user_id is an integer, stored before integers were matched)
+    ("0006_numeric_user_ids", (_backfill_user_ids,)),
 )
 
 _LOCK_KEY = 0x5E55_104D  # pg_advisory_xact_lock key for schema changes

@@ -46,6 +46,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the dependency tes
     raise MissingDependencyError("The Redis store", "redis") from exc
 
 from session_migrator.store._redis_client import connect, warn_if_volatile
+from session_migrator.store._redis_schema import check_schema, schema_key
 
 __all__ = ["DEFAULT_PREFIX", "RedisStore"]
 
@@ -114,6 +115,11 @@ class RedisStore(RedisVectors, BaseSessionStore):
                 "the URL (host, port, database number, parameters) is right."
             ) from exc
         warn_if_volatile(self._client, self.url)
+        try:
+            check_schema(self._client, prefix, self.url)
+        except BaseException:
+            self._client.close()
+            raise
         register = self._client.register_script
         self._append_script = register(lua.APPEND)
         self._load_script = register(lua.LOAD)
@@ -170,7 +176,11 @@ class RedisStore(RedisVectors, BaseSessionStore):
             args += [ek(record.id), record.body, record.full or ""]
         keys = (k.meta, k.order, k.bodies, k.times, k.offload, self._all_key)
         return int(
-            self._run(self._append_script, (*keys, self._workspace_key(workspace), user_key), args)
+            self._run(
+                self._append_script,
+                (*keys, self._workspace_key(workspace), user_key, schema_key(self.prefix)),
+                args,
+            )
         )
 
     def _load_bodies(self, session_id: str, after: str | None) -> tuple[list[str], int]:

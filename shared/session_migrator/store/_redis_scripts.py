@@ -4,6 +4,7 @@ Key layout under the store's prefix ``P`` (``D`` = digest of a session id, see
 :func:`~._codec.key_digest`; message ids are stored as :func:`~._codec.encode_key` text):
 
 ==========================  ==============================================================
+``P schema``                the version of this layout (see ``_redis_schema``)
 ``P sessions``              SET of every session's D
 ``P ws:<digest>``           SET of the D of a workspace's sessions
 ``P user:<digest>``         SET of the D of the sessions whose metadata ``user_id`` matches
@@ -22,11 +23,15 @@ Key layout under the store's prefix ``P`` (``D`` = digest of a session id, see
 
 from __future__ import annotations
 
+from session_migrator.store._redis_schema import GUARD
+
 __all__ = ["APPEND", "DELETE_IDS", "LOAD", "LOG_MIGRATION", "PUT_SUMMARY", "PUT_TOKENS"]
 
-#: KEYS meta order bodies times offload all-sessions workspace-set user-set;
+#: KEYS meta order bodies times offload all-sessions workspace-set user-set schema;
 #: ARGV session-id workspace metadata user-id('' = none) now digest, then (id body full) triples.
-APPEND = """
+APPEND = (
+    GUARD
+    + """
 local meta, order, bodies, times, offload = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 if redis.call('EXISTS', meta) == 0 then
   redis.call('HSET', meta, 'id', ARGV[1], 'workspace', ARGV[2], 'metadata', ARGV[3],
@@ -50,6 +55,7 @@ end
 if added > 0 then redis.call('HSET', meta, 'last_seq', seq, 'updated_at', ARGV[5]) end
 return added
 """
+)
 
 #: KEYS meta order bodies; ARGV has-after('0'|'1') after-id.
 #: Returns {0} (no session), {2} (after not found) or {1, message count, body, body, ...}.

@@ -110,12 +110,36 @@ _0004_MESSAGE_VECTORS: tuple[Step, ...] = (
         model TEXT NOT NULL,
         vector BLOB NOT NULL,
         PRIMARY KEY (session_id, message_id, model)
-    )""",  # (a rowid table: rows of kilobytes take three times their size in a WITHOUT ROWID one)
+    ) WITHOUT ROWID""",
     # a message's vectors go with it (deleted, erased, purged, its session deleted)
     """CREATE TRIGGER vectors_go_with_their_message AFTER DELETE ON messages BEGIN
         DELETE FROM vectors WHERE session_id = old.session_id AND message_id = old.id;
     END""",
 )
+
+
+def _vectors_by_text(conn: sqlite3.Connection) -> None:
+    """A vector now starts with the digest of the text it was made from (see
+    ``recall._hybrid.stored_vector``), so the vectors kept before are never served again: the
+    table is made anew, empty, as a rowid table (a ``WITHOUT ROWID`` one, as ``0004`` made it,
+    takes three times a kilobyte row's size); they are embedded again as fits need them."""
+    conn.execute("DROP TRIGGER IF EXISTS vectors_go_with_their_message")
+    conn.execute("DROP TABLE vectors")
+    conn.execute(
+        """CREATE TABLE vectors (
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (session_id, message_id, model)
+    )"""
+    )
+    conn.execute(
+        """CREATE TRIGGER vectors_go_with_their_message AFTER DELETE ON messages BEGIN
+        DELETE FROM vectors WHERE session_id = old.session_id AND message_id = old.id;
+    END"""
+    )
+
 
 #: Every migration, oldest first: (name, steps). Append only.
 MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
@@ -123,6 +147,9 @@ MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0002_session_user_id", _0002_SESSION_USER_ID),
     ("0003_offloaded_outputs", _0003_OFFLOADED_OUTPUTS),
     ("0004_message_vectors", _0004_MESSAGE_VECTORS),
+    ("0005_vectors_by_text", (_vectors_by_text,)),
+    # (sessions whose metadata user_id is an integer, stored before integers were matched)
+    ("0006_numeric_user_ids", (_backfill_user_ids,)),
 )
 
 _LEDGER = (

@@ -67,7 +67,7 @@ def test_the_history_recalls_with_embeddings_and_keeps_the_vectors() -> None:
     assert any(f"{KEY} embeddings" in n for n in report.notes)
     kept = history.store.get_vectors("s", KEY, [f"h{i}" for i in range(12)])
     assert kept
-    assert all(len(v) == 32 * 4 for v in kept.values())
+    assert all(len(v) == 16 + 32 * 4 for v in kept.values())  # (the text digest, the vector)
 
 
 def test_the_factory_and_the_guard_share_the_model() -> None:
