@@ -37,7 +37,7 @@ from typing import Any
 from session_migrator._errors import BudgetError, OutputReserveError
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls
-from session_migrator.fitting._units import DEFAULT_SLACK, Ledger, check_slack, is_step_result
+from session_migrator.fitting._units import Ledger, check_slack, is_step_result
 from session_migrator.messages._messages import ContentPart, Message, as_messages
 from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
 from session_migrator.migration._options import FitOptions

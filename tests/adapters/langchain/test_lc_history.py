@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
