@@ -93,6 +93,7 @@ from session_migrator.models._output import (
     output_rule,
     requested_output,
 )
+from session_migrator.models._runtime import runtime_window, served_window
 from session_migrator.models._windows import Budget, ModelWindow
 from session_migrator.recall._embeddings import Embeddings
 from session_migrator.recall._local import local_embeddings
@@ -195,7 +196,9 @@ __all__ = [
     "related_sessions",
     "requested_output",
     "reset_calibration",
+    "runtime_window",
     "schema_tokens",
+    "served_window",
     "summary_request",
     "truncate_text",
     "unregister_model",
