@@ -93,7 +93,13 @@ from session_migrator.models._output import (
     output_rule,
     requested_output,
 )
-from session_migrator.models._runtime import runtime_window, served_window
+from session_migrator.models._runtime import (
+    clear_served_cache,
+    narrowed,
+    note_prompt_read,
+    runtime_window,
+    served_window,
+)
 from session_migrator.models._windows import Budget, ModelWindow
 from session_migrator.recall._embeddings import Embeddings
 from session_migrator.recall._local import local_embeddings
@@ -171,6 +177,7 @@ __all__ = [
     "check_nesting",
     "check_slack",
     "check_strategy",
+    "clear_served_cache",
     "counter_for",
     "default_counter",
     "export_markdown",
@@ -184,7 +191,9 @@ __all__ = [
     "messages_to_openai",
     "migrate",
     "models_cache_is_stale",
+    "narrowed",
     "normalize_model_name",
+    "note_prompt_read",
     "open_store",
     "output_reserve",
     "output_rule",

@@ -47,6 +47,7 @@ class OllamaEmulator(Emulator):
         self.modelfile_ctx = modelfile_ctx
         self.trained = trained
         self.loaded: dict[str, int] = {}
+        self.says_window = True  # False: /api/ps and /api/show answer 404 (an older or a proxy)
         self.cut: list[list[dict[str, Any]]] = []  # the messages each silent cut dropped
 
     def bad_request(self, message: str) -> Refusal:
@@ -55,6 +56,8 @@ class OllamaEmulator(Emulator):
     probe_paths = frozenset({"/api/show"})
 
     def handle_probe(self, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        if not self.says_window:
+            return None
         if path == "/api/ps":
             loaded = [
                 {"name": name, "model": name, "context_length": ctx}

@@ -76,3 +76,26 @@ def test_loaded_model_reports_its_window(long_thread: tuple[tuple[str, str], ...
         assert api.probes == ["/api/ps"]
     finally:
         api.stop()
+
+
+@pytest.mark.parametrize("call", ["invoke", "stream"])
+def test_silent_cut_is_caught_and_fitted_from_then_on(
+    long_thread: tuple[tuple[str, str], ...], call: str
+) -> None:
+    api = OllamaEmulator().start()
+    api.says_window = False  # nothing to ask: the table's 131k for llama3.1:8b is all there is
+    try:
+        guard = FitToModel(_ollama(api.url))
+        assert guard.window(guard.model).context_window > 100_000
+        with pytest.warns(RuntimeWarning, match=r"cut the prompt silently\. Fitting to [\d,]+"):
+            run(guard, call, lc_messages(long_thread))
+        assert api.refusals, "the first request was cut (what the guard detects)"
+        narrowed_to = guard.window(guard.model)
+        assert narrowed_to.max_input_tokens <= 4096
+        assert "+read:" in narrowed_to.source
+        api.clear()
+        for _ in range(2):
+            assert answer_text(run(guard, call, lc_messages(long_thread)))
+        assert not api.refusals, api.report()
+    finally:
+        api.stop()

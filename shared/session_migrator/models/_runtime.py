@@ -16,17 +16,21 @@ per runtime, base URL and model) and says where the answer came from:
 
 :func:`runtime_window` turns that (or what the class says, which wins) into a
 :class:`~session_migrator.ModelWindow` through the lookup, keeping the table's tokenizer and
-output facts for a name it knows. Nothing here is asked on a request's path: the adapters call it
-when they resolve a model's window, which they do once per model.
+output facts for a name it knows. :func:`note_prompt_read` catches a runtime that cut the prompt
+silently (a reply's ``prompt_eval_count`` below what was sent): it warns once and
+:func:`narrowed` fits to what was read from the next request on. No server is asked on a
+request's path more than once: the answer is cached when a model's window is first resolved.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import urllib.error
 import urllib.request
+import warnings
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -38,6 +42,8 @@ __all__ = [
     "ServedWindow",
     "clear_served_cache",
     "is_hosted_openai",
+    "narrowed",
+    "note_prompt_read",
     "ollama_host",
     "runtime_window",
     "served_window",
@@ -64,9 +70,11 @@ _cache: dict[tuple[str, str, str], ServedWindow | None] = {}
 
 
 def clear_served_cache() -> None:
-    """Forget every server's answer (the next :func:`served_window` asks again)."""
+    """Forget every server's answer (the next :func:`served_window` asks again) and every
+    window narrowed by a silent cut (:func:`note_prompt_read`)."""
     with _lock:
         _cache.clear()
+        _read.clear()
 
 
 def is_hosted_openai(base_url: str | None) -> bool:
@@ -228,3 +236,50 @@ def runtime_window(
     return lookup_model(
         name, context_window=tokens, max_input_tokens=tokens, framework=source, provider=runtime
     ).with_changes(name=name)
+
+
+# -- what a runtime was seen to read ----------------------------------------------------------
+
+#: A reply that says the runtime read less than this share of the prompt tokens counted as sent
+#: is a silent cut (Ollama's ``prompt_eval_count``; the share leaves room for a count that is an
+#: estimate above the runtime's own tokenizer).
+CUT_SHARE = 0.75
+_read: dict[str, int] = {}
+
+
+def note_prompt_read(window: ModelWindow, sent: int, read: int | None) -> ModelWindow | None:
+    """Record a reply's count of the prompt tokens the runtime read (``read``) against the
+    ``sent`` tokens fitted to ``window``. When the runtime read clearly fewer, it cut the prompt
+    silently: warn once (a :class:`RuntimeWarning` and a log record naming the window now used)
+    and return the narrowed window, which :func:`narrowed` applies from then on. ``None`` when
+    nothing was cut."""
+    if read is None or read <= 0 or read >= sent * CUT_SHARE:
+        return None
+    with _lock:
+        known = _read.get(window.name)
+        if known is not None and known <= read:
+            return None
+        _read[window.name] = read
+    found = narrowed(window)
+    message = (
+        f"the runtime serving {window.name!r} read {read:,} of the {sent:,} prompt tokens sent "
+        f"(fitted to {window.max_input_tokens:,}, {window.source}): it cut the prompt silently. "
+        f"Fitting to {found.max_input_tokens:,} tokens from now on; set the window the runtime "
+        "serves (ChatOllama(num_ctx=...), OLLAMA_CONTEXT_LENGTH) to keep more."
+    )
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+    logging.getLogger("session_migrator").warning(message)
+    return found
+
+
+def narrowed(window: ModelWindow) -> ModelWindow:
+    """``window`` capped at what its runtime was seen to read (:func:`note_prompt_read`)."""
+    with _lock:
+        read = _read.get(window.name)
+    if read is None or read >= window.max_input_tokens:
+        return window
+    return window.with_changes(
+        context_window=min(window.context_window, read),
+        max_input_tokens=read,
+        source=f"{window.source}+read:{read}",
+    )
