@@ -41,7 +41,14 @@ from langchain_session_migrator._request import (
     requested_output,
 )
 from langchain_session_migrator._summarizer import as_summarizer
-from session_migrator import Compressor, MigrationReport, ModelWindow, Summarizer
+from session_migrator import (
+    Compressor,
+    MigrationReport,
+    ModelWindow,
+    Summarizer,
+    narrowed,
+    note_prompt_read,
+)
 
 __all__ = ["FitToModel", "SharesGuardSettings"]
 
@@ -134,8 +141,9 @@ class FitToModel(Runnable[LanguageModelInput, Any]):
         return self._fitter.last_report
 
     def window(self, model: Any) -> ModelWindow:
-        """The window of ``model`` (registered names first)."""
-        return window_for(model, registry=self._registry)
+        """The window of ``model`` (registered names first), narrowed to what its runtime was
+        seen to read when a reply said it cut the prompt silently."""
+        return narrowed(window_for(model, registry=self._registry))
 
     def _derived(self, model: Runnable[Any, Any]) -> FitToModel:
         """A guard of ``model`` with this one's settings, fitter and summaries."""
@@ -241,28 +249,42 @@ class _ModelCall(Runnable[LanguageModelInput, Any]):
         new_system, new_messages = fitted
         return ([new_system] if new_system is not None else []) + new_messages
 
+    def read_check(self, reply: Any, config: RunnableConfig | None) -> Any:
+        """``reply``, after noting the prompt tokens it says the runtime read (Ollama's
+        ``prompt_eval_count``): fewer than were sent is a silent cut (the guard warns once and
+        fits to what was read from the next request on)."""
+        metadata = getattr(reply, "response_metadata", None)
+        read = metadata.get("prompt_eval_count") if isinstance(metadata, Mapping) else None
+        report = self.guard.last_report
+        if isinstance(read, int) and report is not None:
+            target, _ = _resolve(self.model, ensure_config(config))
+            note_prompt_read(self.guard.window(target), report.tokens_after, read)
+        return reply
+
     def invoke(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Any:
-        return self.model.invoke(self.fitted(input, config, kwargs), config, **kwargs)
+        reply = self.model.invoke(self.fitted(input, config, kwargs), config, **kwargs)
+        return self.read_check(reply, config)
 
     async def ainvoke(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Any:
         fitted = await asyncio.to_thread(self.fitted, input, config, kwargs)
-        return await self.model.ainvoke(fitted, config, **kwargs)
+        return self.read_check(await self.model.ainvoke(fitted, config, **kwargs), config)
 
     def stream(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        yield from self.model.stream(self.fitted(input, config, kwargs), config, **kwargs)
+        for chunk in self.model.stream(self.fitted(input, config, kwargs), config, **kwargs):
+            yield self.read_check(chunk, config)
 
     async def astream(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         fitted = await asyncio.to_thread(self.fitted, input, config, kwargs)
         async for chunk in self.model.astream(fitted, config, **kwargs):
-            yield chunk
+            yield self.read_check(chunk, config)
 
     @property
     def OutputType(self) -> Any:

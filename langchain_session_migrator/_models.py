@@ -5,12 +5,16 @@ One place answers "what can this model take?", in this order:
 1. a :class:`~session_migrator.ModelWindow` is used as given;
 2. a name found in ``registry`` (windows the caller or the adapter already resolved, e.g. the
    alternatives of a configurable chat model) wins over the bundled table;
-3. a chat model object with ``profile["max_input_tokens"]`` (LangChain model profiles) is
+3. a chat model served by a runtime that sets its window: ``ChatOllama``'s ``num_ctx`` (else
+   the Ollama server's answer), ``ChatOpenAI(base_url=...)`` at a vLLM, SGLang, TGI, llama.cpp
+   or LM Studio server (the server's answer), through
+   :func:`session_migrator.runtime_window` (``source`` names the class field or the route read);
+4. a chat model object with ``profile["max_input_tokens"]`` (LangChain model profiles) is
    described by its profile (``source="profile"``): the input cap and ``max_output_tokens``
    from the profile, the total window and tokenizer from the core's table when its name is
    known there, else ``max_input + max_output`` and the tokenizer family inferred from the name
    (``other``, counted most conservatively, when the name says nothing);
-4. otherwise the model's name (``_get_ls_params()["ls_model_name"]``, then ``model_name``,
+5. otherwise the model's name (``_get_ls_params()["ls_model_name"]``, then ``model_name``,
    ``model``, ``model_id``, ``deployment_name``) or the given string is looked up with
    :func:`session_migrator.models._lookup.lookup_model` (names are normalised there;
    ``"provider:model"`` as ``init_chat_model`` writes it is tried without the provider too).
@@ -37,6 +41,7 @@ from session_migrator import (
     UnknownModelError,
     lookup_model,
     output_reserve,
+    runtime_window,
 )
 
 __all__ = ["ModelLike", "input_window", "model_map", "model_name", "unwrap_model", "window_for"]
@@ -118,6 +123,9 @@ def window_for(model: Any, *, registry: Mapping[str, ModelWindow] | None = None)
     name = model_name(model)
     if name is not None and registry and name in registry:
         return registry[name]
+    served = _served(model, name)
+    if served is not None:
+        return served
     profile = getattr(model, "profile", None)
     max_input = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
     if isinstance(max_input, int) and not isinstance(max_input, bool) and max_input > 0:
@@ -138,6 +146,28 @@ def window_for(model: Any, *, registry: Mapping[str, ModelWindow] | None = None)
             ),
         )
     return _by_name(name, registry)
+
+
+def _served(model: Any, name: str | None) -> ModelWindow | None:
+    """The window the runtime behind ``model`` serves, when its class or its server says."""
+    if name is None:
+        return None
+    classes = {cls.__name__ for cls in type(model).__mro__}
+    if "ChatOllama" in classes:
+        num_ctx = getattr(model, "num_ctx", None)
+        given = num_ctx if isinstance(num_ctx, int) and num_ctx > 0 else None
+        return runtime_window(
+            name,
+            runtime="ollama",
+            base_url=getattr(model, "base_url", None),
+            context_window=given,
+            said_by="ChatOllama.num_ctx",
+        )
+    if "ChatOpenAI" in classes and "AzureChatOpenAI" not in classes:
+        base_url = getattr(model, "openai_api_base", None)
+        if isinstance(base_url, str) and base_url:
+            return runtime_window(name, runtime="openai", base_url=base_url)
+    return None
 
 
 def _by_name(name: str, registry: Mapping[str, ModelWindow] | None) -> ModelWindow:

@@ -10,6 +10,10 @@ only for what the metadata does not say: the tokenizer family (an unknown name i
 its spelling, else counted as ``other``, the most conservative estimate) and, when the bundled
 window is the same as the metadata's, the model's separate input cap (gpt-5: 272k of 400k).
 
+An ``OpenAILike`` LLM left at LlamaIndex's default window (3,900) is given the window its server
+serves (vLLM's ``/v1/models`` ``max_model_len``, llama.cpp's ``/props`` ``n_ctx``, ...), asked
+once through :func:`session_migrator.runtime_window`.
+
 >>> from llama_index.core.llms import MockLLM
 >>> w = window_for(MockLLM(max_tokens=64))
 >>> (w.context_window, w.max_input_tokens, w.max_output_tokens, w.source)
@@ -25,7 +29,7 @@ from llama_index.core.base.llms.types import LLMMetadata
 from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUTS
 from llama_index.core.llms import LLM
 
-from session_migrator import ModelWindow, UnknownModelError, lookup_model
+from session_migrator import ModelWindow, UnknownModelError, lookup_model, runtime_window
 from session_migrator import requested_output as core_requested_output
 
 __all__ = [
@@ -98,7 +102,32 @@ def window_for(model: ModelLike) -> ModelWindow:
                 f"with session_migrator.register_model({model!r}, context_window=N, "
                 "max_output_tokens=M)."
             ) from None
+    served = _served(model)
+    if served is not None:
+        return served
     return window_from_metadata(model.metadata)
+
+
+def _served(llm: Any) -> ModelWindow | None:
+    """The window an ``OpenAILike`` LLM's server serves, when the LLM leaves ``context_window``
+    at LlamaIndex's default (3,900: it does not know) and the server says (vLLM, SGLang,
+    llama.cpp, LM Studio, TGI; see docs/models.md, Local models). The reserve stays LlamaIndex's
+    ``num_output``, asked on every call."""
+    if "OpenAILike" not in {cls.__name__ for cls in type(llm).__mro__}:
+        return None
+    if getattr(llm, "context_window", None) != DEFAULT_CONTEXT_WINDOW:
+        return None
+    name, base_url = getattr(llm, "model", None), getattr(llm, "api_base", None)
+    if not isinstance(name, str) or not isinstance(base_url, str):
+        return None
+    found = runtime_window(name, runtime="openai", base_url=base_url)
+    if found is None:
+        return None
+    output = _positive(getattr(llm.metadata, "num_output", None))
+    if output is None:
+        return found
+    room = max(1, found.context_window - output)
+    return found.with_changes(max_input_tokens=room, max_output_tokens=output)
 
 
 def requested_output(llm: Any, kwargs: Mapping[str, Any] | None = None) -> tuple[int | None, str]:

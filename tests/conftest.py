@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+import session_migrator
+
 _AMBIENT = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
@@ -39,6 +41,7 @@ def _hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     home = tmp_path / "sm-home"
     monkeypatch.setenv("SESSION_MIGRATOR_HOME", str(home))
+    session_migrator.clear_served_cache()  # what runtimes said and read, per process
 
 
 _real_connect = socket.socket.connect

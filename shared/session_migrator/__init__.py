@@ -93,6 +93,13 @@ from session_migrator.models._output import (
     output_rule,
     requested_output,
 )
+from session_migrator.models._runtime import (
+    clear_served_cache,
+    narrowed,
+    note_prompt_read,
+    runtime_window,
+    served_window,
+)
 from session_migrator.models._windows import Budget, ModelWindow
 from session_migrator.recall._embeddings import Embeddings
 from session_migrator.recall._local import local_embeddings
@@ -170,6 +177,7 @@ __all__ = [
     "check_nesting",
     "check_slack",
     "check_strategy",
+    "clear_served_cache",
     "counter_for",
     "default_counter",
     "export_markdown",
@@ -183,7 +191,9 @@ __all__ = [
     "messages_to_openai",
     "migrate",
     "models_cache_is_stale",
+    "narrowed",
     "normalize_model_name",
+    "note_prompt_read",
     "open_store",
     "output_reserve",
     "output_rule",
@@ -195,7 +205,9 @@ __all__ = [
     "related_sessions",
     "requested_output",
     "reset_calibration",
+    "runtime_window",
     "schema_tokens",
+    "served_window",
     "summary_request",
     "truncate_text",
     "unregister_model",

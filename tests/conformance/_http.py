@@ -10,6 +10,11 @@ in order); when the queue is empty the answer is :data:`DEFAULT_TEXT`.
 Every answer closes its connection (``Connection: close``): no client keeps a socket to a server
 that a test stops, or to an event loop that ``asyncio.run`` closed.
 
+Questions about the runtime (``GET`` of ``/api/ps``, ``/v1/models``, ``/props``, and the POST
+routes in ``probe_paths``) are answered by :meth:`Emulator.handle_probe` and listed in
+``probes``, not in ``requests``. An answer may be an NDJSON stream (:attr:`Answer.lines`,
+Ollama's).
+
 Subclasses implement :meth:`Emulator.handle`: validate the body as the service does and answer,
 or refuse with the provider's own error body.
 """
@@ -105,6 +110,7 @@ class Answer:
 
     body: dict[str, Any] | None = None
     events: list[tuple[str | None, str]] = field(default_factory=list)  # (event name, data)
+    lines: list[dict[str, Any]] | None = None  # NDJSON stream (Ollama's)
 
 
 class Emulator:
@@ -114,6 +120,7 @@ class Emulator:
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        self.probes: list[str] = []  # the GET routes asked (a runtime's window), not requests
         self._replies: list[Reply] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -126,6 +133,9 @@ class Emulator:
                 pass
 
             def do_POST(self) -> None:
+                emulator._serve(self)
+
+            def do_GET(self) -> None:  # a runtime's own routes (/api/ps, /v1/models, /props)
                 emulator._serve(self)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -188,7 +198,30 @@ class Emulator:
     ) -> Answer:
         raise NotImplementedError
 
+    #: POST routes that ask about the runtime rather than send a request (Ollama's /api/show).
+    probe_paths: frozenset[str] = frozenset()
+
+    def handle_probe(self, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The answer to a question about the runtime (``GET path``, or a POST to one of
+        :attr:`probe_paths`), ``None`` for a 404."""
+        return None
+
     def _serve(self, http: BaseHTTPRequestHandler) -> None:
+        path = http.path.split("?", 1)[0]
+        if http.command == "GET" or path in self.probe_paths:
+            length = int(http.headers.get("Content-Length") or 0)
+            try:
+                asked = json.loads(http.rfile.read(length) or b"{}") if length else {}
+            except ValueError:
+                asked = {}
+            with self._lock:
+                self.probes.append(path)
+            found = self.handle_probe(path, asked if isinstance(asked, dict) else {})
+            if found is None:
+                _send_json(http, 404, {"error": f"404 page not found: {path}"})
+            else:
+                _send_json(http, 200, found)
+            return
         length = int(http.headers.get("Content-Length") or 0)
         raw = http.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in http.headers.items()}
@@ -210,6 +243,8 @@ class Emulator:
             return
         if answer.body is not None:
             _send_json(http, 200, answer.body)
+        elif answer.lines is not None:
+            _send_lines(http, answer.lines)
         else:
             _send_events(http, answer.events)
 
@@ -239,6 +274,20 @@ def _send_events(http: BaseHTTPRequestHandler, events: Iterable[tuple[str | None
     for event, data in events:
         frame = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
         chunk = frame.encode()
+        http.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+    http.wfile.write(b"0\r\n\r\n")
+    http.wfile.flush()
+
+
+def _send_lines(http: BaseHTTPRequestHandler, lines: Iterable[dict[str, Any]]) -> None:
+    http.send_response(200)
+    http.send_header("Content-Type", "application/x-ndjson")
+    http.send_header("Transfer-Encoding", "chunked")
+    http.send_header("Connection", "close")
+    http.close_connection = True
+    http.end_headers()
+    for line in lines:
+        chunk = (json.dumps(line) + "\n").encode()
         http.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
     http.wfile.write(b"0\r\n\r\n")
     http.wfile.flush()

@@ -165,13 +165,18 @@ class OpenAIEmulator(Emulator):
     def bad_request(self, message: str) -> Refusal:
         return Refusal(400, _error(message, None, None))
 
+    def model_for(self, name: str) -> ServedModel | None:
+        """The model ``name`` this server serves, ``None`` for a 404."""
+        model = served(name)
+        return model if model is not None and model.provider == "openai" else None
+
     def handle(
         self, path: str, headers: dict[str, str], body: dict[str, Any], rec: Recorded
     ) -> Answer:
         if path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             raise Refusal(404, _error(f"Unknown request URL: POST {path}.", None, "unknown_url"))
-        model = served(str(body.get("model")))
-        if model is None or model.provider != "openai":
+        model = self.model_for(str(body.get("model")))
+        if model is None:
             raise Refusal(
                 404,
                 _error(

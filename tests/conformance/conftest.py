@@ -19,6 +19,7 @@ import pytest
 from session_migrator import RequestFit, RequestFitter
 from tests.conformance._anthropic_api import AnthropicEmulator
 from tests.conformance._http import Emulator
+from tests.conformance._ollama_api import OllamaEmulator
 from tests.conformance._openai_api import OpenAIEmulator
 from tests.conformance._threads import thread
 
@@ -26,7 +27,7 @@ from tests.conformance._threads import thread
 #: OpenAI emulator counts with the guard's own tiktoken formula (plus nothing the guard leaves
 #: out): 0. The Anthropic one scales its reply priming by 1.43 (ceil(3 x 1.43) = 5) where the
 #: core counts the fixed 3 of the chat format for every counter: 2.
-COUNT_TOLERANCE = {"openai": 0, "anthropic": 2}
+COUNT_TOLERANCE = {"openai": 0, "anthropic": 2, "ollama": 0}
 
 _fits: list[RequestFit] = []
 _fits_lock = threading.Lock()
@@ -58,6 +59,15 @@ def _counted(fit: RequestFit) -> int:
 @pytest.fixture
 def openai_api() -> Iterator[OpenAIEmulator]:
     emulator = OpenAIEmulator().start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture
+def ollama_api() -> Iterator[OllamaEmulator]:
+    emulator = OllamaEmulator().start()
     try:
         yield emulator
     finally:

@@ -26,6 +26,8 @@ PUBLIC = {
         "normalize_model_name", "open_store", "plan", "recalibrate_from_exact", "redact_secrets",
         "refresh_models",
         "register_model", "reset_calibration", "unregister_model",
+        # the window a local or self-hosted runtime serves (docs/models.md)
+        "runtime_window", "served_window", "clear_served_cache", "narrowed", "note_prompt_read",
         # what the framework adapters build on (docs/design.md: the integration API)
         "DEFAULT_SLACK", "MARKER_KEY", "Role", "SUMMARY_PROMPT", "TOKENS_PER_MESSAGE",
         "check_slack", "default_counter", "infer_tokenizer", "summary_request", "truncate_text",

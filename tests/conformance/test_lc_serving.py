@@ -1,0 +1,67 @@
+"""ChatOpenAI(base_url=...) and init_chat_model("openai:...", base_url=...) at self-hosted
+servers (vLLM, llama.cpp's server, LM Studio): the window is the server's, asked once.
+
+A model the table does not know at all (``my-finetune``) and one it knows with a far larger
+window (``meta-llama/Llama-3.1-8B-Instruct``, 131k in the table, served here with 6,144) are
+both fitted to what the server says; the unguarded request is refused with the server's own 400.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from langchain.chat_models import init_chat_model
+from langchain_openai import ChatOpenAI
+
+from langchain_session_migrator import FitToModel
+from tests.conformance._lc import CALLS, answer_text, lc_messages, run
+from tests.conformance._serving_api import RUNTIMES, ServingEmulator
+from tests.conformance.conftest import assert_conforms, guard_note
+
+SOURCES = {
+    "vllm": "vllm:/v1/models",
+    "llama.cpp": "llama.cpp:/props",
+    "lmstudio": "lmstudio:/api/v0/models",
+}
+REFUSALS = {
+    "vllm": "This model's maximum context length is 6144 tokens",
+    "llama.cpp": "exceed_context_size_error",
+    "lmstudio": "loaded with context length of only 6144 tokens",
+}
+
+
+@pytest.fixture(params=RUNTIMES)
+def server(request: pytest.FixtureRequest) -> Iterator[ServingEmulator]:
+    emulator = ServingEmulator(request.param, "meta-llama/Llama-3.1-8B-Instruct", 6144).start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+def _chat(server: ServingEmulator, how: str) -> object:
+    if how == "init_chat_model":
+        return init_chat_model(f"openai:{server.model.name}", base_url=server.base_url, api_key="t")
+    return ChatOpenAI(model=server.model.name, base_url=server.base_url, api_key="t")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("how", ["ChatOpenAI", "init_chat_model"])
+@pytest.mark.parametrize("call", CALLS)
+def test_fitted_to_the_served_window(
+    server: ServingEmulator, long_thread: tuple[tuple[str, str], ...], call: str, how: str
+) -> None:
+    guard = FitToModel(_chat(server, how))
+    found = guard.window(guard.model)
+    assert (found.context_window, found.source) == (6144, SOURCES[server.runtime])
+    out = run(guard, call, lc_messages(long_thread))
+    assert answer_text(out), guard_note(guard)
+    assert_conforms(server)
+
+
+def test_unguarded_is_refused_with_the_servers_message(
+    server: ServingEmulator, long_thread: tuple[tuple[str, str], ...]
+) -> None:
+    with pytest.raises(Exception, match="400"):
+        _chat(server, "ChatOpenAI").invoke(lc_messages(long_thread))  # type: ignore[attr-defined]
+    assert REFUSALS[server.runtime] in str(server.refusals[-1].error), server.report()

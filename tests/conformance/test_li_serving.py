@@ -1,0 +1,61 @@
+"""LlamaIndex ``OpenAILike`` at self-hosted servers (vLLM, llama.cpp, LM Studio) and ``Ollama``:
+the window is the served one, and a memory or a guard built on it sends nothing refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.llms.ollama import Ollama
+from llama_index.llms.openai_like import OpenAILike
+
+from llamaindex_session_migrator import FitToModelLLM
+from llamaindex_session_migrator._models import window_for
+from tests.conformance._ollama_api import OllamaEmulator
+from tests.conformance._serving_api import RUNTIMES, ServingEmulator
+from tests.conformance.conftest import assert_conforms
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+@pytest.fixture(params=RUNTIMES)
+def server(request: pytest.FixtureRequest) -> Iterator[ServingEmulator]:
+    emulator = ServingEmulator(request.param, MODEL, 6144).start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+def _messages(turns: tuple[tuple[str, str], ...]) -> list[ChatMessage]:
+    return [ChatMessage(role=r, content=t) for r, t in turns] + [
+        ChatMessage(role="user", content="What next?")
+    ]
+
+
+def test_openai_like_takes_the_served_window(
+    server: ServingEmulator, long_thread: tuple[tuple[str, str], ...]
+) -> None:
+    llm = OpenAILike(model=MODEL, api_base=server.base_url, api_key="t", is_chat_model=True)
+    found = window_for(llm)
+    assert found.context_window == 6144, found
+    guard = FitToModelLLM(llm)
+    assert guard.chat(_messages(long_thread)).message.content
+    assert_conforms(server)
+
+
+def test_ollama_sends_its_context_window_as_num_ctx(
+    long_thread: tuple[tuple[str, str], ...],
+) -> None:
+    api = OllamaEmulator().start()
+    try:
+        llm = Ollama(model="llama3.1:8b", base_url=api.url, context_window=4096)
+        assert window_for(llm).context_window == 4096
+        guard = FitToModelLLM(llm)
+        assert guard.chat(_messages(long_thread)).message.content
+        assert api.requests, api.report()
+        assert not api.refusals, api.report()
+        assert api.requests[-1].body["options"]["num_ctx"] == 4096
+    finally:
+        api.stop()
