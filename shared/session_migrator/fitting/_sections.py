@@ -40,7 +40,7 @@ def _head_and_tail(text: str, keep: int) -> tuple[int, int]:
     """Where the head of ``text`` kept for about ``keep`` characters ends and its tail starts:
     60% and 40%, at a line break when one is near (logs read by lines, and a header the head
     would cut through goes whole to the part cut, where it may stand as a landmark)."""
-    head_end = int(keep * 0.6)
+    head_end = max(int(keep * 0.6), keep - keep // 2)  # (the head the longer, however short)
     tail_start = len(text) - (keep - head_end)
     newline = text.rfind("\n", head_end * 4 // 5, head_end)  # (the head stays the longer)
     if newline > 0:

@@ -23,8 +23,8 @@ message, and nothing is ever reused. So, past the budget, a stable fit sends::
 
 With a kept state (a :class:`~session_migrator.fitting._units.Ledger` with a ``slack``: the
 fitters, histories, memories and guards) the recalled turns take at most ``VOLATILE_SHARE`` of
-the room for a question that is not about the past, so that most of each request is what the
-last one sent. A one-off fit (:func:`~session_migrator.migrate` without a store) gives recall
+the room for a question that is not about the past, and nothing for a turn that asks nothing
+(a statement), so that most of each request is what the last one sent. A one-off fit (:func:`~session_migrator.migrate` without a store) gives recall
 the strategy's share as before, and the room the kept turns leave.
 """
 
@@ -179,7 +179,9 @@ def stable_fit(
     if how.recall:
         recall_room = room - when_room
         if kept_state:
-            recall_room = min(recall_room, max(volatile, past_room))
+            # a turn that asks nothing brings nothing back: what recall brings is new to the
+            # provider's cache at every turn, and a statement seldom needs it
+            recall_room = min(recall_room, max(volatile, past_room)) if asks(query) else 0
         # imported here: recall brings numpy in, which a fit without it does not need
         from session_migrator.recall._recall import fill_turns, recall_turns
 
