@@ -104,6 +104,7 @@ from session_migrator.models._windows import Budget, ModelWindow
 from session_migrator.recall._embeddings import Embeddings
 from session_migrator.recall._local import local_embeddings
 from session_migrator.recall._related import RecallScope, RelatedSession, RelatedSessions
+from session_migrator.sessions._compactor import Compactor
 from session_migrator.sessions._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator.store import arelated_sessions, open_store, related_sessions
 from session_migrator.summaries._memory_doc import export_markdown
@@ -127,6 +128,7 @@ __all__ = [
     "AutoStrategy",
     "Budget",
     "BudgetError",
+    "Compactor",
     "CompressionResult",
     "Compressor",
     "ConflictError",

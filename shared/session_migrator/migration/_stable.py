@@ -24,8 +24,13 @@ message, and nothing is ever reused. So, past the budget, a stable fit sends::
 With a kept state (a :class:`~session_migrator.fitting._units.Ledger` with a ``slack``: the
 fitters, histories, memories and guards) the recalled turns take at most ``VOLATILE_SHARE`` of
 the room for a question that is not about the past, and nothing for a turn that asks nothing
-(a statement), so that most of each request is what the last one sent. A one-off fit (:func:`~session_migrator.migrate` without a store) gives recall
-the strategy's share as before, and the room the kept turns leave.
+(a statement), so that most of each request is what the last one sent. A one-off fit
+(:func:`~session_migrator.migrate` without a store) gives recall the strategy's share as before,
+and the room the kept turns leave.
+
+With a compactor (:mod:`session_migrator.sessions._compactor`), the summary of the part the
+next cut leaves out is written in the background a step ahead, and a cut whose summary is not
+ready yet leads with the offline one: no fit waits for the summarizer.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from session_migrator.fitting._working import current_turn
 from session_migrator.messages._messages import MARKER_KEY, Message
 from session_migrator.migration._steady import ids_without
 from session_migrator.recall._when import named_days, when_line
+from session_migrator.summaries._ahead import Ahead, Plan, digest_of
+from session_migrator.summaries._extractive import ExtractiveSummarizer
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
 __all__ = ["ONE_OFF_STEP", "PAST_SHARE", "VOLATILE_SHARE", "Stable", "stable_fit"]
@@ -146,16 +153,27 @@ def stable_fit(
     fallbacks: list[str] = []
     lead: Message | None = None
     summary: Summary | None = None
+    notes: list[str] = []
+    ahead = layout.cache.get("ahead") if layout.cache is not None else None
     if how.summarizer is not None and how.summary_room > 0:
+        summarizer: Summarizer = how.summarizer
+        previous = previous_summary
+        if isinstance(ahead, Ahead):
+            # written ahead, off the request path: the fit that moves the cut does not wait
+            summarizer, previous = _ahead_of(ahead, how, cut_part, previous_summary, notes)
         lead, summary = summary_message(
-            how.summarizer,
+            summarizer,
             messages,
             cut_part,
             how.summary_room,
             counter,
-            previous_summary,
+            previous,
             fallbacks,
         )
+        if isinstance(ahead, Ahead) and summary is not None:
+            _plan_next(
+                ahead, how, messages, layout, units, suffix, total, cut, step, turn_from, summary
+            )
     if lead is None:
         lead = note(cut_part, lead_room, counter)
     lead_cost = counter.count_message(lead) if lead is not None else 0
@@ -229,9 +247,85 @@ def stable_fit(
         truncated_ids=[],
         summary=summary,
         fallbacks=fallbacks,
-        notes=[],
+        notes=notes,
         tokens=total_sent,
     )
+
+
+def _real(summary: Summary | None, how: Stable) -> bool:
+    """Whether ``summary`` is the strategy's summarizer's (not the offline stand-in's)."""
+    return (
+        summary is not None
+        and how.summarizer is not None
+        and summary.summarizer == how.summarizer.name
+    )
+
+
+def _ahead_of(
+    ahead: Ahead,
+    how: Stable,
+    cut_part: list[Message],
+    stored: Summary | None,
+    notes: list[str],
+) -> tuple[Summarizer, Summary | None]:
+    """The summarizer and the summary to build on for this cut, with compaction in the
+    background: the summary written ahead of this very cut part, else the stored one where it
+    covers it, else the offline summary now (and this cut part's summary asked for)."""
+    assert how.summarizer is not None
+    ready = ahead.summary_for(cut_part)
+    if ready is not None:
+        notes.append("the summary of the cut part was written in the background, ahead of the cut")
+        return how.summarizer, ready
+    covers = stored is not None and (stored.first_id, stored.last_id) == (
+        cut_part[0].id,
+        cut_part[-1].id,
+    )
+    if covers and _real(stored, how):
+        return how.summarizer, stored  # (the summary in use: no call)
+    # not ready: the offline summary stands in, and the summarizer's is written in the
+    # background (built on the stored one where that is the summarizer's, of the part before)
+    if not ahead.wants(cut_part):
+        real = stored if _real(stored, how) else None
+        base = real if real is not None and real.first_id == cut_part[0].id else None
+        ahead.want(Plan(tuple(cut_part), how.summary_room, base, digest_of(cut_part)))
+    notes.append(
+        "the summary of the cut part is being written in the background; the offline summary "
+        "stands in until it is ready"
+    )
+    return ExtractiveSummarizer(), None
+
+
+def _plan_next(
+    ahead: Ahead,
+    how: Stable,
+    messages: Sequence[Message],
+    layout: Layout,
+    units: Sequence[Unit],
+    suffix: list[int],
+    total: int,
+    cut: int,
+    step: int,
+    latest: int,
+    summary: Summary,
+) -> None:
+    """Once this cut's summary is the summarizer's, ask for the summary of the part the next
+    cut will leave out (the first turn at or past the next grid point; its messages are all
+    said by then, the kept turns holding more than a step), built on this one: it has a whole
+    step of the conversation's time to be written."""
+    if not _real(summary, how):
+        return  # (this cut's own summary first: it is being written)
+    mark = ((total - suffix[cut]) // step + 1) * step
+    k = cut + 1
+    while k <= latest and (total - suffix[k] < mark or not units[k].starts_turn):
+        k += 1
+    if k > latest or ahead.next_cut == k:
+        return
+    ahead.next_cut = k
+    covered, _ = cut_messages(messages, layout, (range(k),))
+    if covered:
+        # (built on this cut's summary where that is the summarizer's, else from the start)
+        base = summary if _real(summary, how) and covered[0].id == summary.first_id else None
+        ahead.want(Plan(tuple(covered), how.summary_room, base, digest_of(covered)))
 
 
 def _grid_cut(

@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ConflictError, SessionNotFoundError
@@ -36,27 +35,15 @@ from session_migrator.migration._strategies import Compressor, check_strategy
 from session_migrator.models._windows import ModelWindow
 from session_migrator.recall._embeddings import as_embeddings, session_vectors
 from session_migrator.recall._related import RecallScope, RelatedSessions, check_scope
+from session_migrator.sessions._compactor import Compactor
+from session_migrator.sessions._keys import FitKey, related_key
+from session_migrator.summaries._ahead import Ahead
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
 if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
 
 __all__ = ["DEFAULT_SLACK", "SessionFitter"]
-
-
-@dataclass(frozen=True)
-class _Key:
-    count: int
-    last_id: str | None
-    window: ModelWindow
-    strategy: str
-    reserve_output: int | None
-    extra_reserved: int
-    query: str | None
-    counter: str
-    budget_cap: int | None
-    pending_tool_calls: str
-    related: tuple[object, ...] = ()
 
 
 class SessionFitter:
@@ -79,6 +66,11 @@ class SessionFitter:
     ``embeddings``: an embedding model for hybrid recall; each message's vector is kept in the
     store (:mod:`session_migrator.recall._hybrid`).
 
+    ``compactor``: a :class:`~session_migrator.Compactor` (``True``: the process's shared one)
+    writes the summaries of the cut part in the background, a step before the cut moves, so
+    that no fit waits for the summarizer (:mod:`session_migrator.sessions._compactor`);
+    :meth:`compact` writes the one asked for now, for a scheduler.
+
     >>> from session_migrator import Message
     >>> fitter = SessionFitter("demo", store="memory://")
     >>> fitter.append([Message("user", "hello")])
@@ -99,6 +91,7 @@ class SessionFitter:
         slack: float = DEFAULT_SLACK,
         recall_scope: RecallScope = "session",
         embeddings: Any = None,
+        compactor: Compactor | bool | None = None,
     ) -> None:
         self.session_id = session_id
         # a URL is opened at first use, so that constructing a fitter does no I/O (an async
@@ -116,6 +109,14 @@ class SessionFitter:
         self.slack = check_slack(slack)
         self.recall_scope = check_scope(recall_scope)
         self.embeddings = None if embeddings is None else as_embeddings(embeddings)
+        if compactor is not None and not isinstance(compactor, (bool, Compactor)):
+            raise TypeError(
+                "compactor must be a Compactor, True (the process's shared one) or None, got "
+                f"{type(compactor).__name__}"
+            )
+        self.compactor: Compactor | None = (
+            Compactor.default() if compactor is True else compactor or None
+        )
         self._related: RelatedSessions | None = None
         self._lock = threading.RLock()
         self._messages: list[Message] = []
@@ -129,6 +130,8 @@ class SessionFitter:
         self._from_store: set[str] = set()
         self._last_target: str | None = None
         self._last_target_loaded = False
+        # the summaries written ahead (with a compactor, or once compact() was called)
+        self._ahead: Ahead | None = Ahead() if self.compactor is not None else None
 
     @property
     def store(self) -> BaseSessionStore:
@@ -240,7 +243,7 @@ class SessionFitter:
             strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
             counter = counter or default_counter(window)
             related = self._related_sessions()
-            key = _Key(
+            key = FitKey(
                 len(messages),
                 messages[-1].id if messages else None,
                 window,
@@ -251,7 +254,8 @@ class SessionFitter:
                 counter.name,
                 budget_cap,
                 check_pending(pending_tool_calls),
-                _related_key(related),
+                related_key(related),
+                self._ahead.written if self._ahead is not None else 0,
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -284,7 +288,37 @@ class SessionFitter:
                 self._cache = None
                 return result
             self._cache = (key, result)
+            if self.compactor is not None and self._ahead is not None and self.summarizer:
+                self.compactor.submit(self._ahead, self.summarizer, counter)
             return result
+
+    def compact(self, target: str | ModelWindow) -> bool:
+        """Write now, in this thread, the summary the next cut for ``target`` will need (a
+        scheduler's call, with or without a compactor); whether one was written. The next fit
+        takes it."""
+        if self.summarizer is None:
+            return False
+        with self._lock:
+            if self._ahead is None:
+                self._ahead = Ahead()
+                self._ledger = None
+                self._cache = None
+            self.fit(target)
+            ahead, held = self._ahead, self._ledger
+        if held is None:
+            return False
+        compactor = self.compactor or Compactor.default()
+        return compactor.run_now(ahead, self.summarizer, held[0])
+
+    @property
+    def compaction(self) -> dict[str, Any]:
+        """Background compaction here: ``state`` (``off``, ``idle``, ``pending``, ``ready``,
+        ``failed: ...``, ``cancelled``), ``written`` ahead, the last one's ``seconds``."""
+        ahead = self._ahead
+        if ahead is None:
+            return {"state": "off", "written": 0, "seconds": 0.0}
+        with ahead.lock:
+            return {"state": ahead.state, "written": ahead.written, "seconds": ahead.seconds}
 
     async def afit(
         self,
@@ -331,6 +365,10 @@ class SessionFitter:
         ):
             held = (counter, Ledger(counter.count_message, slack=self.slack))
             self._ledger = held
+            if self._ahead is not None:
+                # (the summaries written ahead are of these messages: a new ledger, a new start)
+                self._ahead = Ahead()
+                held[1].cache["ahead"] = self._ahead
         ledger = held[1]
         new = messages[len(ledger) :]
         if new:
@@ -436,11 +474,3 @@ class SessionFitter:
             )
         )
         self._last_target = model
-
-
-def _related_key(related: RelatedSessions | None) -> tuple[object, ...]:
-    """What a fit's cache is keyed by of the other sessions: each one's count and last
-    activity."""
-    if related is None:
-        return ()
-    return (*related.notes, *((s.id, s.message_count, s.updated_at) for s in related.sessions))

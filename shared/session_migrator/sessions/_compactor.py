@@ -1,0 +1,202 @@
+"""Background compaction: the summaries a stable fit will need, written before it needs them.
+
+Past the budget, the stable cut (:mod:`session_migrator.migration._stable`) moves a whole step
+at a time, and the part its next move leaves out is known a step ahead. A fitter with a
+:class:`Compactor` (``SessionFitter(..., compactor=True)``) hands that part to the compactor
+once the kept turns are within half a step of the high watermark; a worker thread summarizes it,
+and the fit that moves the cut takes the summary ready instead of waiting for the summarizer.
+Where it is not ready yet (the first cut of a session, a summarizer slower than the
+conversation), the fit uses the offline summary and the summarizer's is written in the
+background: no request waits for a summarizer.
+
+- **Bounded**: a pool of ``workers`` threads, one job per conversation at a time, at most
+  ``max_pending`` jobs in all (more are refused, and asked for again by a later fit); a job
+  that takes longer than ``timeout`` seconds is given up (its thread is left to end).
+- **Cancellable**: :meth:`Compactor.cancel` drops the queued jobs and discards what running
+  ones write; :meth:`Compactor.close` also stops the pool.
+- **Safe to race with writes**: a summary is used only for the very messages it was written of
+  (:class:`~session_migrator.summaries._ahead.Ahead`); the summary a fit uses is stored with the
+  store's revision check, so of two processes the first writer's stands.
+- **A summarizer that fails or hangs** leaves the fit on the offline summary (twice failed, a
+  cut part is not asked for again).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
+from typing import Any
+
+from session_migrator.counting._counter import TokenCounter
+from session_migrator.fitting._lead import summary_message
+from session_migrator.summaries._ahead import Ahead, Plan
+from session_migrator.summaries._summarizers import Summarizer
+
+__all__ = ["Compactor"]
+
+
+class Compactor:
+    """Writes the summaries stable fits ask for, in worker threads (see the module docstring).
+
+    >>> compactor = Compactor(workers=1, timeout=60)
+    >>> compactor.status()
+    {'pending': 0, 'written': 0, 'failed': 0}
+    >>> compactor.close()
+    """
+
+    _default: Compactor | None = None
+    _default_lock = threading.Lock()
+
+    def __init__(self, *, workers: int = 2, timeout: float = 120.0, max_pending: int = 64) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers!r}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        self.workers = workers
+        self.timeout = timeout
+        self.max_pending = max_pending
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="session-migrator-compact")
+        self._lock = threading.Lock()
+        self._jobs: dict[int, tuple[Ahead, Future[None]]] = {}
+        self._generation = 0
+        self._closed = False
+        self.written = 0
+        self.failed = 0
+
+    @classmethod
+    def default(cls) -> Compactor:
+        """The process's shared compactor (made at first use; ``compactor=True`` uses it)."""
+        with cls._default_lock:
+            if cls._default is None or cls._default._closed:
+                cls._default = cls()
+            return cls._default
+
+    def submit(self, ahead: Ahead, summarizer: Summarizer, counter: TokenCounter) -> bool:
+        """Start writing the summary ``ahead`` asks for; ``False`` when nothing is asked for,
+        one is being written for this conversation already, or the compactor is full or
+        closed (the plan stays asked for)."""
+        with self._lock:
+            if self._closed or id(ahead) in self._jobs or len(self._jobs) >= self.max_pending:
+                return False
+            plan = ahead.take_wanted()
+            if plan is None:
+                return False
+            with ahead.lock:
+                ahead.running = plan.key
+                ahead.state = "pending"
+            generation = self._generation
+            future = self._pool.submit(self._run, ahead, plan, summarizer, counter, generation)
+            self._jobs[id(ahead)] = (ahead, future)
+        future.add_done_callback(lambda _: self._done(ahead))
+        return True
+
+    def run_now(self, ahead: Ahead, summarizer: Summarizer, counter: TokenCounter) -> bool:
+        """Write the summary ``ahead`` asks for in this thread (a scheduler's ``compact()``);
+        whether one was written."""
+        plan = ahead.take_wanted()
+        if plan is None:
+            return False
+        with ahead.lock:
+            ahead.running = plan.key
+        written_before = ahead.written
+        self._run(ahead, plan, summarizer, counter, self._generation)
+        with ahead.lock:
+            ahead.running = None
+        return ahead.written > written_before
+
+    def _run(
+        self,
+        ahead: Ahead,
+        plan: Plan,
+        summarizer: Summarizer,
+        counter: TokenCounter,
+        generation: int,
+    ) -> None:
+        outcome: dict[str, Any] = {}
+
+        def write() -> None:
+            fallbacks: list[str] = []
+            try:
+                _, summary = summary_message(
+                    summarizer,
+                    plan.covered,
+                    list(plan.covered),
+                    plan.room,
+                    counter,
+                    plan.previous,
+                    fallbacks,
+                )
+            except Exception as exc:  # (summary_message catches the summarizer's own)
+                fallbacks.append(f"{type(exc).__name__}: {exc}")
+                summary = None
+            outcome["summary"], outcome["fallbacks"] = summary, fallbacks
+
+        # the summarizer runs in a thread of its own, so that one that hangs is given up on
+        worker = threading.Thread(target=write, name="session-migrator-summary", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        worker.join(self.timeout)
+        if generation != self._generation:
+            with ahead.lock:
+                ahead.state = "cancelled"
+            return
+        if worker.is_alive():
+            ahead.fail(plan, f"the summarizer took over {self.timeout:g} s")
+            self.failed += 1
+            return
+        summary, fallbacks = outcome.get("summary"), outcome.get("fallbacks") or []
+        if summary is None or fallbacks:
+            reason = fallbacks[0] if fallbacks else "no summary text"
+            ahead.fail(plan, reason)
+            self.failed += 1
+            return
+        ahead.put(plan, summary)
+        ahead.seconds = time.monotonic() - started
+        self.written += 1
+
+    def _done(self, ahead: Ahead) -> None:
+        with self._lock:
+            self._jobs.pop(id(ahead), None)
+        with ahead.lock:
+            ahead.running = None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the jobs under way (``timeout`` seconds at most); whether all ended."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                futures = [f for _, f in self._jobs.values()]
+            if not futures:
+                return True
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            futures_wait(futures, timeout=left)
+
+    def cancel(self) -> None:
+        """Drop the queued jobs; what the running ones write is discarded."""
+        with self._lock:
+            self._generation += 1
+            jobs = list(self._jobs.values())
+        for ahead, future in jobs:
+            if future.cancel():
+                with ahead.lock:
+                    ahead.state = "cancelled"
+                    ahead.running = None
+                with self._lock:
+                    self._jobs.pop(id(ahead), None)
+
+    def close(self) -> None:
+        """Cancel, and stop the pool (a closed compactor refuses new jobs)."""
+        with self._lock:
+            self._closed = True
+        self.cancel()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def status(self) -> dict[str, int]:
+        """Jobs under way, summaries written and compactions failed, since it was made."""
+        with self._lock:
+            pending = len(self._jobs)
+        return {"pending": pending, "written": self.written, "failed": self.failed}

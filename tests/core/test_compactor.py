@@ -1,0 +1,224 @@
+"""Background compaction: no fit waits for the summarizer; the summary written ahead is the one
+the moving cut takes; a summarizer that fails, hangs or is cancelled leaves the offline one."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from session_migrator import Compactor, Message, ModelWindow, SessionFitter, TokenCounter
+from session_migrator.summaries._ahead import Ahead, Plan, digest_of
+
+WINDOW = ModelWindow("small", "example", 2_000, 2_000, 0, "o200k_base", "explicit")
+BACKGROUND = "being written in the background"
+AHEAD = "written in the background, ahead of the cut"
+
+
+class Gated:
+    """A summarizer that waits for ``gate`` (or raises, or never answers), and counts its
+    calls and the threads it ran in."""
+
+    name = "gated"
+
+    def __init__(self, gate: threading.Event | None = None, fail: bool = False) -> None:
+        self.gate = gate or threading.Event()
+        self.fail = fail
+        self.calls = 0
+        self.threads: set[str] = set()
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        counter: TokenCounter,
+        previous: str | None = None,
+    ) -> str:
+        self.calls += 1
+        self.threads.add(threading.current_thread().name)
+        self.gate.wait(30)
+        if self.fail:
+            raise RuntimeError("the model is down")
+        return f"{previous or ''} The user asked when {len(messages)} orders ship.".strip()
+
+
+@pytest.fixture
+def compactor() -> Iterator[Compactor]:
+    made = Compactor(workers=1, timeout=10)
+    yield made
+    made.close()
+
+
+def _fitter(summarizer: Gated, compactor: Compactor | None, name: str) -> SessionFitter:
+    fitter = SessionFitter(
+        name,
+        store="memory://",
+        strategy="summarize",
+        summarizer=summarizer,
+        reserve_output=0,
+        compactor=compactor,
+    )
+    fitter.append([Message("system", "You answer questions about orders.")])
+    return fitter
+
+
+def _turn(fitter: SessionFitter, n: int) -> list[str]:
+    fitter.append([Message("user", f"When does order {n} ship from the north warehouse?")])
+    notes = fitter.fit(WINDOW).report.notes
+    fitter.append([Message("assistant", f"Order {n} ships on day {n % 7} of the week.")])
+    return notes
+
+
+def _until_cut(fitter: SessionFitter, start: int = 0) -> tuple[int, list[str]]:
+    """Turns until the first cut; its turn number and notes."""
+    for n in range(start, start + 200):
+        notes = _turn(fitter, n)
+        if fitter.fit(WINDOW).summary is not None or notes:
+            return n, notes
+    raise AssertionError("the conversation never went past the budget")
+
+
+def test_the_cut_does_not_wait_and_takes_the_summary_once_written(compactor: Compactor) -> None:
+    gate = threading.Event()
+    summarizer = Gated(gate)
+    fitter = _fitter(summarizer, compactor, "bg-first")
+    _n, notes = _until_cut(fitter)
+    # the summarizer is held: the fit answered all the same, with the offline summary
+    assert any(BACKGROUND in note for note in notes)
+    lead = fitter.fit(WINDOW).messages[1]
+    assert lead.extra["session_migrator"]["summarizer"] == "extractive"
+    assert fitter.compaction["state"] == "pending"
+    gate.set()
+    assert compactor.wait(10)
+    result = fitter.fit(WINDOW)
+    assert any(AHEAD in note for note in result.report.notes)
+    assert result.messages[1].extra["session_migrator"]["summarizer"] == "gated"
+    assert summarizer.threads
+    assert all("compact" in t or "summary" in t for t in summarizer.threads)
+    assert fitter.compaction["written"] >= 1
+
+
+def test_the_next_cut_finds_its_summary_ready(compactor: Compactor) -> None:
+    gate = threading.Event()
+    gate.set()
+    summarizer = Gated(gate)
+    fitter = _fitter(summarizer, compactor, "bg-next")
+    n, _ = _until_cut(fitter)
+    moves_ready = 0
+    heads: list[str] = []
+    for k in range(n + 1, n + 160):
+        notes = _turn(fitter, k)
+        assert compactor.wait(10)  # (a turn takes longer than a summary here)
+        head = fitter.fit(WINDOW).messages[1].extra["session_migrator"].get("last_id", "")
+        if heads and head != heads[-1] and any(AHEAD in note for note in notes):
+            moves_ready += 1
+        heads.append(head)
+    # once the first summary is written, every later move of the cut finds its summary ready
+    assert moves_ready >= 3
+    # and the summarizer is called once a move, not once a turn
+    assert summarizer.calls <= len(set(heads)) + 2
+
+
+def test_without_a_compactor_the_cut_waits_in_the_fit() -> None:
+    summarizer = Gated()
+    summarizer.gate.set()
+    fitter = _fitter(summarizer, None, "bg-none")
+    _until_cut(fitter)
+    assert threading.current_thread().name in summarizer.threads
+    assert fitter.compaction["state"] == "off"
+
+
+def test_a_failing_summarizer_leaves_the_offline_summary(compactor: Compactor) -> None:
+    gate = threading.Event()
+    gate.set()
+    summarizer = Gated(gate, fail=True)
+    fitter = _fitter(summarizer, compactor, "bg-fail")
+    n, _ = _until_cut(fitter)
+    for k in range(n + 1, n + 6):
+        _turn(fitter, k)
+        assert compactor.wait(10)
+    result = fitter.fit(WINDOW)
+    assert result.messages[1].extra["session_migrator"]["summarizer"] == "extractive"
+    assert fitter.compaction["state"].startswith("failed: ")
+    assert "the model is down" in fitter.compaction["state"]
+    # given up on after two tries, not called at every turn
+    assert summarizer.calls <= 2
+    assert compactor.status()["failed"] >= 1
+
+
+def test_a_hanging_summarizer_is_given_up_on() -> None:
+    compactor = Compactor(workers=1, timeout=0.2)
+    try:
+        summarizer = Gated()  # never released
+        fitter = _fitter(summarizer, compactor, "bg-hang")
+        _until_cut(fitter)
+        assert compactor.wait(10)
+        assert fitter.compaction["state"] == "failed: the summarizer took over 0.2 s"
+        assert fitter.fit(WINDOW).messages[1].extra["session_migrator"]["summarizer"] == (
+            "extractive"
+        )
+    finally:
+        summarizer.gate.set()
+        compactor.close()
+
+
+def test_cancel_discards_what_is_being_written() -> None:
+    compactor = Compactor(workers=1, timeout=10)
+    gate = threading.Event()
+    summarizer = Gated(gate)
+    fitter = _fitter(summarizer, compactor, "bg-cancel")
+    _until_cut(fitter)
+    compactor.cancel()
+    gate.set()
+    assert compactor.wait(10)
+    assert fitter.compaction["state"] == "cancelled"
+    assert fitter.compaction["written"] == 0
+    compactor.close()
+    assert not compactor.submit(Ahead(), summarizer, _counter())
+
+
+def test_compact_writes_now_for_a_scheduler() -> None:
+    summarizer = Gated()
+    summarizer.gate.set()
+    fitter = SessionFitter(
+        "bg-scheduled", store="memory://", strategy="summarize", summarizer=summarizer
+    )
+    fitter.append([Message("system", "You answer questions about orders.")])
+    for n in range(120):
+        fitter.append([Message("user", f"When does order {n} ship from the north warehouse?")])
+        fitter.append([Message("assistant", f"Order {n} ships on day {n % 7} of the week.")])
+    assert fitter.compact(WINDOW)
+    calls = summarizer.calls
+    result = fitter.fit(WINDOW)
+    assert summarizer.calls == calls  # the fit took what compact() wrote
+    assert result.messages[1].extra["session_migrator"]["summarizer"] == "gated"
+
+
+def _counter() -> TokenCounter:
+    from session_migrator import counter_for
+
+    return counter_for("gpt-4o")
+
+
+def test_a_summary_of_messages_changed_since_is_not_used() -> None:
+    covered = [Message("user", f"turn {k}", id=f"m{k}") for k in range(5)]
+    ahead = Ahead()
+    plan = Plan(tuple(covered), 100, None, digest_of(covered))
+    from session_migrator.summaries._summarizers import Summary
+
+    ahead.put(plan, Summary("five turns", "m0", "m4", 5, "gated"))
+    assert ahead.summary_for(covered) is not None
+    edited = [*covered[:2], covered[2].replace(content="turn 2, edited"), *covered[3:]]
+    assert ahead.summary_for(edited) is None
+    assert ahead.summary_for(covered) is None  # (dropped once found stale)
+
+
+def test_compactor_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        Compactor(workers=0)
+    with pytest.raises(ValueError, match="timeout"):
+        Compactor(timeout=0)
+    with pytest.raises(TypeError, match="compactor must be a Compactor"):
+        SessionFitter("x", store="memory://", compactor="yes")  # type: ignore[arg-type]
