@@ -13,7 +13,10 @@
 - the cost of one append at the 100th and the 10,000th message (:mod:`benchmarks.store_append`);
 - what hybrid recall costs on a stored 20,000-message session (:mod:`benchmarks.embeddings_cost`);
 - the cost of one LlamaIndex LLM call with 1, 100 and 1,000 live memories
-  (:mod:`benchmarks.listener_cost`).
+  (:mod:`benchmarks.listener_cost`);
+- what a long conversation costs turn by turn (prefix-cache reuse, uncached tokens, $ per 100
+  turns, waits, summaries, retention), this project's surfaces beside SummarizationMiddleware,
+  trim_messages and LlamaIndex Memory (:mod:`benchmarks.conversation_cost`).
 
 A full run with the defaults writes ``benchmarks/results/results.md`` and ``results.json`` (with
 the machine, the versions and the date); any other run (``--quick``: 100 and 1,000 messages,
@@ -41,6 +44,7 @@ from typing import Any
 from benchmarks import (
     agent_progress,
     agent_session,
+    conversation_cost,
     embeddings_cost,
     fact_retention,
     listener_cost,
@@ -216,6 +220,16 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             listener_cost.markdown(report["listener_cost"]),
         ]
+    if "conversation_cost" in report:
+        parts += [
+            "",
+            "## What a long conversation costs, turn by turn (issue 40)",
+            "",
+            "LoCoMo dev replayed turn by turn; over the requests past 1.5x the budget. See "
+            "`benchmarks/conversation_cost.py` for each column.",
+            "",
+            conversation_cost.markdown(report["conversation_cost"]),
+        ]
     return "\n".join(parts) + "\n"
 
 
@@ -228,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
     parser.add_argument("--skip", action="append", default=[],
                         choices=["speed", "retention", "locomo", "store", "listeners",
-                                 "embeddings"],
+                                 "embeddings", "cost"],
                         help="repeatable")  # fmt: skip
     parser.add_argument("--out", type=Path, help="folder for results.md and results.json")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a floor fails")
@@ -278,6 +292,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "listeners" not in args.skip:
         print("LLM calls with many live memories ...", file=sys.stderr, flush=True)
         report["listener_cost"] = listener_cost.run(quick=args.quick)
+    if "cost" not in args.skip:
+        print("what a long conversation costs, turn by turn ...", file=sys.stderr, flush=True)
+        try:
+            report["conversation_cost"] = conversation_cost.run(
+                (8192,) if args.quick else (8192, 32768)
+            )
+        except FileNotFoundError as exc:
+            report["cost_skipped"] = str(exc)
     report["seconds"] = round(time.perf_counter() - started, 1)
 
     text = markdown(report)

@@ -24,6 +24,7 @@ from langchain_session_migrator._models import input_window, model_map, model_na
 from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
+    Compactor,
     Compressor,
     Embeddings,
     ModelWindow,
@@ -95,6 +96,7 @@ class FittedHistoryFactory:
         max_sessions: int = 256,
         slack: float = DEFAULT_SLACK,
         embeddings: Any = None,
+        compactor: Compactor | bool | None = None,
     ) -> None:
         from session_migrator.store import open_store
 
@@ -106,6 +108,7 @@ class FittedHistoryFactory:
         self.strategy = strategy
         self.summarizer = as_summarizer(summarizer)
         self.embeddings = None if embeddings is None else Embeddings.of(embeddings)
+        self.compactor = compactor
         self.model_key = model_key
         self.session_key = session_key
         self.reserve_output = reserve_output
@@ -269,6 +272,7 @@ class FittedHistoryFactory:
                     workspace=self.workspace,
                     slack=self.slack,
                     embeddings=self.embeddings,
+                    compactor=self.compactor,
                 )
                 state = self._sessions[session_id] = _SessionState(fitter)
             self._sessions.move_to_end(session_id)

@@ -21,6 +21,7 @@ from langchain_session_migrator._loading import CallInput, input_being_loaded
 from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
+    Compactor,
     Compressor,
     Message,
     MigrationReport,
@@ -78,9 +79,12 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
     it (see :meth:`reserved_tokens`). The history cannot see everything a chain adds: wrap the
     chat model in :class:`FitToModel` for a request that always fits. A trailing tool call whose
     results are the call's input is always kept, with them. ``slack``
-    (default 5%) is the share of the room a cut leaves free so that the next turns fit without
+    (default 35%) is the share of the room a cut leaves free so that the next turns fit without
     cutting again: the head of the prompt (system messages, summary) stays the same from call to
     call, which keeps a provider's prompt cache warm; ``0`` cuts afresh at every read.
+    ``compactor`` (a :class:`~session_migrator.Compactor`, or ``True`` for the process's shared
+    one) writes the summaries of the cut part in the background, so that no read waits for the
+    summarizer (docs/cost.md).
 
     ``BaseChatMessageHistory`` is deprecated in langchain-core 1.x (removal in 2.0), with
     LangGraph persistence as its successor
@@ -116,6 +120,7 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
         slack: float = DEFAULT_SLACK,
         messages: Sequence[BaseMessage] | None = None,
         embeddings: Any = None,
+        compactor: Compactor | bool | None = None,
     ) -> None:
         super().__init__()
         check_store(store)
@@ -129,6 +134,7 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
             metadata=metadata,
             slack=slack,
             embeddings=embeddings,
+            compactor=compactor,
         )
         self._setup(session_id, _SessionState(fitter), watcher, reserve_tokens, None)
         self._owns_store = store is None or isinstance(store, str)

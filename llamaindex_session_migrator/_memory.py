@@ -261,7 +261,7 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
         ``token_limit`` caps the history as ``ChatMemoryBuffer``'s does: at most
         ``token_limit`` less ``initial_token_count`` tokens (the model's budget, less its
         reserves, may be lower still). ``slack``
-        (default 5%) is the share of the room a cut leaves free so that the next turns fit
+        (default 35%) is the share of the room a cut leaves free so that the next turns fit
         without cutting again: the head of the history (system messages, summary) stays the same
         from call to call, which keeps a provider's prompt cache warm; ``0`` cuts afresh at every
         ``get``. A non-empty

@@ -222,3 +222,32 @@ def test_compactor_arguments_are_checked() -> None:
         Compactor(timeout=0)
     with pytest.raises(TypeError, match="compactor must be a Compactor"):
         SessionFitter("x", store="memory://", compactor="yes")  # type: ignore[arg-type]
+
+
+def test_the_langchain_history_reads_without_waiting(compactor: Compactor) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    from langchain_session_migrator import FittedChatMessageHistory
+
+    gate = threading.Event()
+    gate.set()
+    summarizer = Gated(gate)
+    history = FittedChatMessageHistory(
+        "bg-lc",
+        model=WINDOW,
+        store="memory://",
+        strategy="summarize",
+        summarizer=summarizer,
+        reserve_output=0,
+        reserve_tokens=0,
+        compactor=compactor,
+    )
+    history.add_messages([SystemMessage("You answer questions about orders.")])
+    for n in range(150):
+        history.add_messages([HumanMessage(f"When does order {n} ship from the north warehouse?")])
+        assert history.messages  # (a read, as the chain makes before each call)
+        history.add_messages([AIMessage(f"Order {n} ships on day {n % 7} of the week.")])
+        assert compactor.wait(10)
+    assert summarizer.calls >= 2
+    assert threading.current_thread().name not in summarizer.threads
+    assert any(AHEAD in note for note in history.last_report.notes)

@@ -8,7 +8,8 @@ import pytest
 
 PUBLIC = {
     "session_migrator": [
-        "AnthropicCounter", "AutoStrategy", "Budget", "BudgetError", "Compactor", "CompressionResult",
+        "AnthropicCounter", "AutoStrategy", "Budget", "BudgetError", "Compactor",
+        "CompressionResult",
         "Compressor", "ConflictError", "ContentPart", "EstimateWarning", "EstimatingCounter",
         "ExtractiveSummarizer", "GeminiCounter", "ImportFormatError", "InvalidIdError",
         "InvalidMessageError",
