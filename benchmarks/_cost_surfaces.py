@@ -183,7 +183,8 @@ def _lc_counter(messages: Sequence[Any]) -> int:
 
 
 class LcHistory:
-    """``FittedChatMessageHistory``, as ``RunnableWithMessageHistory`` reads and writes it."""
+    """``FittedChatMessageHistory``, as ``RunnableWithMessageHistory`` reads and writes it (its
+    history-loading read recalls by the call's input: the question asked aside is that input)."""
 
     calls = 0
 
@@ -203,7 +204,10 @@ class LcHistory:
         self.history.add_messages(_to_lc(messages))
 
     def ask(self, history: list[Message], question: Message) -> list[Message]:
-        return [*_lc(self.history.messages), question]
+        window = self.history.model
+        assert window is not None
+        fitted = self.history.fitter.fit(window, query=question.text).messages
+        return [*fitted, question]
 
 
 class Summarizing:

@@ -133,3 +133,31 @@ def _calls_from_core(calls: Sequence[ToolCall], stored: Any) -> list[Any]:
         except (AttributeError, TypeError):
             pass
     return [_lc_call(call) for call in calls]
+
+
+#: Anthropic's prompt-cache breakpoint (https://docs.claude.com/en/docs/build-with-claude/prompt-caching)
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def with_cache_breakpoint(messages: list[Any], through: str | None) -> list[Any]:
+    """``messages`` with an Anthropic ``cache_control`` breakpoint on the last content block of
+    the message whose id is ``through`` (the end of what the next request sends again, see
+    ``MigrationReport.stable_through``): a copy of that message, the others as they are. A
+    message whose content holds no text block, or an id not found, leaves them as they are."""
+    if through is None:
+        return messages
+    for k in range(len(messages) - 1, -1, -1):
+        message = messages[k]
+        if message.id != through:
+            continue
+        content = message.content
+        blocks: list[Any] = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        )
+        if not blocks or not isinstance(blocks[-1], dict) or blocks[-1].get("type") != "text":
+            return messages
+        if isinstance(content, str) and not content:
+            return messages  # (an empty text block is refused)
+        blocks[-1] = {**blocks[-1], "cache_control": dict(CACHE_CONTROL)}
+        return [*messages[:k], message.model_copy(update={"content": blocks}), *messages[k + 1 :]]
+    return messages

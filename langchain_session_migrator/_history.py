@@ -15,6 +15,7 @@ from langchain_core.runnables import Runnable
 
 from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._convert import message_to_core, storable
+from langchain_session_migrator._convert_parts import with_cache_breakpoint
 from langchain_session_migrator._history_model import _ModelChoice
 from langchain_session_migrator._history_state import _SessionState
 from langchain_session_migrator._loading import CallInput, input_being_loaded
@@ -270,7 +271,10 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
         with state.lock:
             state.last = result
             if state.view is None or state.view[0] is not result:
-                state.view = (result, state.to_langchain(result.messages))
+                converted = state.to_langchain(result.messages)
+                if window.provider == "anthropic":
+                    converted = with_cache_breakpoint(converted, result.report.stable_through)
+                state.view = (result, converted)
                 state.logged_target = window.name
                 state.logged_loaded = True
                 state.tracked = None

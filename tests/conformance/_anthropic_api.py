@@ -34,6 +34,7 @@ point of this emulator is the window rule, not the exact count.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from typing import Any
@@ -99,6 +100,73 @@ def count_input(body: dict[str, Any]) -> int:
     return total
 
 
+#: Anthropic's least cacheable prefix (Sonnet and Opus; Haiku's is 2,048), and how many blocks
+#: before a breakpoint the service looks back for an earlier cached prefix
+CACHE_LEAST = 1_024
+CACHE_LOOKBACK = 20
+
+
+class PromptCache:
+    """Anthropic's prompt cache as the service keeps it: a prefix of the prompt's blocks (the
+    tools, then the system's, then each message's, in order) up to a block marked with
+    ``cache_control`` is written; a later request reads the longest prefix written before that
+    ends at one of its own breakpoints or up to :data:`CACHE_LOOKBACK` blocks before one; below
+    :data:`CACHE_LEAST` tokens nothing is cached."""
+
+    def __init__(self) -> None:
+        self.written: dict[str, int] = {}
+
+    @staticmethod
+    def _blocks(body: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
+        """Each block with its tokens (a message's overhead on its first block)."""
+        out: list[tuple[dict[str, Any], int]] = []
+        for tool in body.get("tools") or []:
+            out.append(
+                (
+                    tool,
+                    math.ceil(
+                        (_count(json.dumps(tool, ensure_ascii=False)) + 8) * CLAUDE_PER_O200K
+                    ),
+                )
+            )
+        for k, block in enumerate(_blocks(body.get("system"))):
+            extra = 3 + _count("system") if k == 0 else 0
+            out.append((block, math.ceil((extra + _block_tokens(block)) * CLAUDE_PER_O200K)))
+        for m in body.get("messages", []):
+            for k, block in enumerate(_blocks(m.get("content"))):
+                extra = 3 + _count(str(m.get("role", ""))) if k == 0 else 0
+                tagged = dict(block, _role=m.get("role"), _first=k == 0)
+                out.append((tagged, math.ceil((extra + _block_tokens(block)) * CLAUDE_PER_O200K)))
+        return out
+
+    def use(self, body: dict[str, Any]) -> tuple[int, int]:
+        """(tokens read from the cache, tokens written to it) for this request."""
+        blocks = self._blocks(body)
+        keys: list[str] = []
+        sizes: list[int] = []
+        digest = hashlib.sha256()
+        total = 0
+        for block, tokens in blocks:
+            plain = {k: v for k, v in block.items() if k != "cache_control"}
+            digest.update(json.dumps(plain, sort_keys=True, ensure_ascii=False).encode())
+            keys.append(digest.copy().hexdigest())
+            total += tokens
+            sizes.append(total)
+        marks = [i for i, (block, _) in enumerate(blocks) if block.get("cache_control")]
+        read = 0
+        for b in marks:
+            for i in range(b, max(-1, b - CACHE_LOOKBACK - 1), -1):
+                if keys[i] in self.written:
+                    read = max(read, sizes[i])
+                    break
+        written = 0
+        for b in marks:
+            if sizes[b] >= CACHE_LEAST:
+                self.written[keys[b]] = sizes[b]
+                written = max(written, sizes[b] - read)
+        return read, max(written, 0)
+
+
 def _ids(message: dict[str, Any], kind: str) -> list[str]:
     key = "id" if kind == "tool_use" else "tool_use_id"
     return [b.get(key, "") for b in _blocks(message.get("content")) if b.get("type") == kind]
@@ -156,6 +224,11 @@ class AnthropicEmulator(Emulator):
     """Anthropic's Messages API on loopback; see the module docstring."""
 
     name = "anthropic"
+    cache: PromptCache
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cache = PromptCache()
 
     @property
     def base_url(self) -> str:
@@ -203,6 +276,8 @@ class AnthropicEmulator(Emulator):
                     f"{model.window}, decrease input length or `max_tokens` and try again"
                 ),
             )
+        read, written = self.cache.use(body)
+        rec.cache_read, rec.cache_written = read, written
         reply = self.next_reply()
         message = self._message(body, reply, rec)
         if body.get("stream"):
@@ -226,7 +301,12 @@ class AnthropicEmulator(Emulator):
             "content": content,
             "stop_reason": "tool_use" if isinstance(reply, Calls) else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": rec.prompt_tokens, "output_tokens": max(1, len(reply.text))},
+            "usage": {
+                "input_tokens": max(0, rec.prompt_tokens - rec.cache_read - rec.cache_written),
+                "cache_read_input_tokens": rec.cache_read,
+                "cache_creation_input_tokens": rec.cache_written,
+                "output_tokens": max(1, len(reply.text)),
+            },
         }
 
     @staticmethod

@@ -77,6 +77,9 @@ class Recorded:
     prompt_tokens: int = 0
     max_tokens: int | None = None
     window: int = 0
+    #: (Anthropic) prompt tokens read from and written to the prompt cache
+    cache_read: int = 0
+    cache_written: int = 0
 
     @property
     def refused(self) -> bool:

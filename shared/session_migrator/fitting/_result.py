@@ -26,6 +26,9 @@ class CompressionResult:
     notes: list[str] = field(default_factory=list)
     #: what ``messages`` cost by the counter the strategy was given (``None``: not counted)
     tokens: int | None = None
+    #: the id of the last message of the part of ``messages`` the next request sends again,
+    #: byte for byte (a prompt cache's breakpoint goes there); ``None``: none is known to
+    stable_through: str | None = None
 
 
 def latest_user_text(messages: Sequence[Message]) -> str:

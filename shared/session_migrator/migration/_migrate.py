@@ -253,6 +253,8 @@ def fit_messages(
             report.dropped_ids = repair.dropped_ids
             report.notes = repair.notes
         fitted = MigrationResult(list(messages) if repair is None else repair.messages, report)
+        if fitted.messages:
+            report.stable_through = fitted.messages[-1].id  # (the next request appends to it)
         if found is not None:
             fitted = _with_related(fitted, found, decision.budget.tokens, counter)
         report.seconds = time.perf_counter() - started
@@ -311,6 +313,7 @@ def fit_messages(
     report.summary = result.summary.to_dict() if result.summary else None
     report.fallbacks = [redact_secrets(f) for f in result.fallbacks]  # a compressor of one's own
     report.notes = [*result.notes, *problems]
+    report.stable_through = result.stable_through
     if hybrid is not None:
         hybrid.reported(report)
     fitted = MigrationResult(list(result.messages), report, result.summary)

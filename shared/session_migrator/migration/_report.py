@@ -72,6 +72,11 @@ class MigrationReport:
     fallbacks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: the id of the last message sent that the next request sends again, byte for byte, while
+    #: the conversation only grows: the whole request when it fits, the end of the kept turns
+    #: past the budget with a kept state (an Anthropic ``cache_control`` breakpoint goes there;
+    #: see docs/cost.md); ``None`` when no part is known to stay
+    stable_through: str | None = None
     _count_before: Callable[[], int] | None = field(default=None, repr=False, compare=False)
 
     @property

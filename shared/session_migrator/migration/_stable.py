@@ -154,28 +154,25 @@ def stable_fit(
     lead: Message | None = None
     summary: Summary | None = None
     notes: list[str] = []
-    ahead = layout.cache.get("ahead") if layout.cache is not None else None
-    if how.summarizer is not None and how.summary_room > 0:
-        summarizer: Summarizer = how.summarizer
-        previous = previous_summary
-        if isinstance(ahead, Ahead):
-            # written ahead, off the request path: the fit that moves the cut does not wait
-            summarizer, previous = _ahead_of(ahead, how, cut_part, previous_summary, notes)
-        lead, summary = summary_message(
-            summarizer,
-            messages,
-            cut_part,
-            how.summary_room,
-            counter,
-            previous,
-            fallbacks,
+    # a lead made for this cut and room is the lead while the cut stays (another reader of the
+    # session, with another room, may store a summary of its own in between)
+    leads = layout.cache.setdefault("leads", {}) if layout.cache is not None else None
+    key = (cut_part[0].id, cut_part[-1].id, len(cut_part), how.name, how.summary_room, lead_room)
+    held = leads.get(key) if leads is not None else None
+    if held is not None:
+        lead, summary = held
+    else:
+        lead, summary, settled = _lead(
+            how, messages, layout, cut_part, lead_room, counter, previous_summary, fallbacks, notes
         )
-        if isinstance(ahead, Ahead) and summary is not None:
-            _plan_next(
-                ahead, how, messages, layout, units, suffix, total, cut, step, turn_from, summary
-            )
-    if lead is None:
-        lead = note(cut_part, lead_room, counter)
+        if leads is not None and settled:
+            if len(leads) >= 8:
+                leads.clear()
+            leads[key] = (lead, summary)
+    if isinstance(ahead := (layout.cache or {}).get("ahead"), Ahead) and summary is not None:
+        _plan_next(
+            ahead, how, messages, layout, units, suffix, total, cut, step, turn_from, summary
+        )
     lead_cost = counter.count_message(lead) if lead is not None else 0
 
     recalled: list[Message] = []
@@ -230,6 +227,7 @@ def stable_fit(
             )
     parts = [*system, *([lead] if lead is not None else [])]
     parts += messages[start:gap_at]
+    stable_through = parts[-1].id if parts else None
     parts += recalled
     parts += messages[turn_at:]
     older = [i for i in recalled_at if i < start]
@@ -249,7 +247,42 @@ def stable_fit(
         fallbacks=fallbacks,
         notes=notes,
         tokens=total_sent,
+        stable_through=stable_through,
     )
+
+
+def _lead(
+    how: Stable,
+    messages: Sequence[Message],
+    layout: Layout,
+    cut_part: list[Message],
+    lead_room: int,
+    counter: TokenCounter,
+    previous_summary: Summary | None,
+    fallbacks: list[str],
+    notes: list[str],
+) -> tuple[Message | None, Summary | None, bool]:
+    """The summary or note of the cut part, its summary, and whether it stands for as long as
+    the cut does (not an offline summary standing in, not one written after a failure)."""
+    lead: Message | None = None
+    summary: Summary | None = None
+    settled = True
+    if how.summarizer is not None and how.summary_room > 0:
+        summarizer: Summarizer = how.summarizer
+        previous = previous_summary
+        ahead = layout.cache.get("ahead") if layout.cache is not None else None
+        if isinstance(ahead, Ahead):
+            # written ahead, off the request path: the fit that moves the cut does not wait
+            summarizer, previous = _ahead_of(ahead, how, cut_part, previous_summary, notes)
+            settled = summarizer is how.summarizer
+        before = len(fallbacks)
+        lead, summary = summary_message(
+            summarizer, messages, cut_part, how.summary_room, counter, previous, fallbacks
+        )
+        settled = settled and len(fallbacks) == before
+    if lead is None:
+        lead = note(cut_part, lead_room, counter)
+    return lead, summary, settled
 
 
 def _real(summary: Summary | None, how: Stable) -> bool:
