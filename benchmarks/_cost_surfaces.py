@@ -24,6 +24,7 @@ from session_migrator import (
     ExtractiveSummarizer,
     Message,
     ModelWindow,
+    RequestFitter,
     SessionFitter,
     TokenCounter,
     counter_for,
@@ -164,6 +165,31 @@ class Fitter:
 
     def ask(self, history: list[Message], question: Message) -> list[Message]:
         return [*self.fitter.fit(self.window, query=question.text).messages, question]
+
+
+class Guard:
+    """What the guards (``FitToModel``, ``FitToModelMiddleware``, the LlamaIndex guard) do at
+    each call: a :class:`RequestFitter` given the whole conversation, keeping per conversation
+    only the stable cut's state."""
+
+    calls = 0
+
+    def __init__(self, window: ModelWindow, system: Message, slack: float | None = None) -> None:
+        extra = {} if slack is None else {"slack": slack}
+        self.fitter = RequestFitter(reserve_output=0, **extra)
+        # (the question asked aside goes through a guard of its own: it is not a turn of the
+        # conversation the guard sees)
+        self.aside = RequestFitter(reserve_output=0, **extra)
+        self.window = window
+
+    def request(self, history: list[Message], new: list[Message]) -> list[Message]:
+        return self.fitter.fit(history, self.window).messages
+
+    def reply(self, messages: list[Message]) -> None:
+        pass
+
+    def ask(self, history: list[Message], question: Message) -> list[Message]:
+        return self.aside.fit([*history, question], self.window).messages
 
 
 def _lc(messages: Sequence[Any]) -> list[Message]:
@@ -344,6 +370,8 @@ SURFACES: dict[str, Callable[[ModelWindow, Message], Surface]] = {
         w, s, latency=10.0, background=True
     ),
     "SessionFitter, trim": lambda w, s: Fitter(w, s, "trim"),
+    "the guards (RequestFitter), auto": Guard,
+    "the guards (RequestFitter), auto, slack=0": lambda w, s: Guard(w, s, slack=0.0),
     "LangChain FittedChatMessageHistory, auto": LcHistory,
     "LangChain SummarizationMiddleware, 1 s": Summarizing,
     "LangChain SummarizationMiddleware, 10 s": lambda w, s: Summarizing(w, s, 10.0),

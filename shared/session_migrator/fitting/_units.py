@@ -89,6 +89,9 @@ class Layout:
     counted_from: int = 0
     slack: float = 0.0
     keep_pending: bool = False
+    #: whether a cut that is not on the stable grid is kept between fits too (a fitter's
+    #: ledger); a guard's keeps only the stable cut's state (see ``Ledger``)
+    steady: bool = True
 
     @property
     def contiguous(self) -> bool:
@@ -119,9 +122,12 @@ class Ledger:
     :func:`~session_migrator.migrate` does.
     """
 
-    def __init__(self, count: Callable[[Message], int], *, slack: float = 0.0) -> None:
+    def __init__(
+        self, count: Callable[[Message], int], *, slack: float = 0.0, steady: bool = True
+    ) -> None:
         self._count = count
         self.slack = check_slack(slack)
+        self.steady = steady
         self.messages: list[Message] = []
         self.ids: list[str] = []
         self.total = 0  # every message's cost, system and broken ones included
@@ -228,6 +234,7 @@ class Ledger:
             self.cache,
             slack=self.slack,
             keep_pending=keep_pending,
+            steady=self.steady,
         )
 
 

@@ -26,7 +26,7 @@ from session_migrator.fitting._working import (
     turn_squeezed,
 )
 from session_migrator.messages._messages import Message
-from session_migrator.migration._stable import Stable, stable_fit
+from session_migrator.migration._stable import PAST_SHARE, Stable, stable_fit
 from session_migrator.migration._steady import Steady, again, ids_without
 from session_migrator.migration._system import (
     ELLIPSIS,
@@ -129,9 +129,13 @@ class _Engine:
         # gives recall most of the room the newest turns would take
         days = day_tokens(query, messages[-1].timestamp) if self.recall and messages else []
         past = self.recall and (bool(days) or about_the_past(query))
+        # (said to be long ago: by a day, by words that point past the last turns, or by the
+        # embedding model; not by the past tense alone)
+        long_ago = past and (bool(days) or about_the_past(query, long_ago=True))
         if self.recall and not past and (hybrid := active()) is not None:
             # with an embedding model: the turn most like the question is an old one
             past = hybrid.asks_about_the_past(searched, layout, query, counter, available // 2)
+            long_ago = past
         search = " ".join([query, *days])
         summary_share = min(self.summary_share, 0.1) if past else self.summary_share
         recall_share = max(self.recall_share, PAST_RECALL_SHARE) if past else self.recall_share
@@ -154,7 +158,7 @@ class _Engine:
                 counter,
                 search,
                 query,
-                past,
+                PAST_RECALL_SHARE if long_ago else PAST_SHARE if past else 0.0,
                 previous_summary,
                 searched,
             )
@@ -164,7 +168,8 @@ class _Engine:
         steady_key = (self.name, budget, tuple(layout.system), system_cost)
         # where a cut is kept between fits (a ledger's, with slack): None, cut afresh each time
         # (not while the current turn is shrunk: older turns give way first, so cut afresh)
-        keeps = layout.cache if layout.slack > 0 and not system_truncated and not in_turn else None
+        steady = layout.slack > 0 and layout.steady
+        keeps = layout.cache if steady and not system_truncated and not in_turn else None
         if keeps is not None:
             held = keeps.get("steady")
             if isinstance(held, Steady) and held.key == steady_key:

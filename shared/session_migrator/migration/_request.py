@@ -37,7 +37,7 @@ from typing import Any
 from session_migrator._errors import BudgetError, OutputReserveError
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls
-from session_migrator.fitting._units import Ledger, check_slack, is_step_result
+from session_migrator.fitting._units import DEFAULT_SLACK, Ledger, check_slack, is_step_result
 from session_migrator.messages._messages import ContentPart, Message, as_messages
 from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
 from session_migrator.migration._options import FitOptions
@@ -366,8 +366,9 @@ class RequestFitter:
 
     ``slack``: past the budget, the cut stays put while the conversation grows by less than
     this share of the room, so that consecutive requests share their head and a provider's
-    prompt cache serves it (see :mod:`session_migrator.migration._stable`); ``0`` cuts afresh
-    at every call, as :func:`fit_request` does.
+    prompt cache serves it (see :mod:`session_migrator.migration._stable`); an agent's turn in
+    progress is cut afresh at every call all the same. ``0`` cuts afresh at every call, as
+    :func:`fit_request` does.
     """
 
     def __init__(
@@ -379,7 +380,7 @@ class RequestFitter:
         reserve_tokens: int = 0,
         max_summaries: int = 256,
         embeddings: Any = None,
-        slack: float = 0.0,
+        slack: float = DEFAULT_SLACK,
     ) -> None:
         check_tokens("reserve_output", reserve_output)
         check_tokens("reserve_tokens", reserve_tokens)
@@ -461,7 +462,8 @@ class _Kept:
         with self._lock:
             ledger = self._ledgers.pop(key, None)
         if ledger is None or not _extends(messages, ledger):
-            ledger = Ledger(counter.count_message, slack=self.slack)
+            # (the stable cut's state alone: an agent's turn is cut afresh at every call)
+            ledger = Ledger(counter.count_message, slack=self.slack, steady=False)
         ledger.extend(messages[len(ledger) :])
         return key, ledger
 

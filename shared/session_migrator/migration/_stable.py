@@ -59,7 +59,8 @@ VOLATILE_SHARE = 0.03
 #: ... and never less than this many tokens (a couple of turns)
 VOLATILE_LEAST = 200
 #: A question about the past (asked as a question) takes this share of the room, from the
-#: newest kept turns before it where need be.
+#: newest kept turns before it where need be (one that says it is about long ago takes the
+#: share a one-off fit gives it).
 PAST_SHARE = 0.3
 #: Without one (a one-off ``migrate()``): the grid's step, as a share of the kept turns' room.
 ONE_OFF_STEP = 0.25
@@ -89,7 +90,7 @@ def stable_fit(
     counter: TokenCounter,
     search: str,
     query: str,
-    past: bool,
+    past_share: float,
     previous_summary: Summary | None,
     searched: Sequence[Message],
 ) -> CompressionResult | None:
@@ -97,7 +98,8 @@ def stable_fit(
     current turn does not fit beside a lead (the caller cuts as before).
 
     ``search``: what recall searches by; ``query``: the question (for the days it names);
-    ``past``: the question is about the past.
+    ``past_share``: the share of the room recall takes for a question about the past (0: it is
+    not; :data:`PAST_SHARE` by the past tense alone, more where it says long ago).
     """
     available = budget - REPLY_PRIMING - system_cost
     kept_state = layout.cache is not None and layout.slack > 0
@@ -122,8 +124,8 @@ def stable_fit(
         # (the kept turns' room must not move as the conversation grows: it is laid from the
         # budget alone)
         volatile = max(int(available * VOLATILE_SHARE), VOLATILE_LEAST) if how.recall else 0
-        if how.recall and past and asks(query):
-            past_room = int(available * PAST_SHARE)
+        if how.recall and past_share and asks(query):
+            past_room = int(available * past_share)
         step_share = slack
     else:
         volatile = int(available * how.recall_share) if how.recall else 0

@@ -49,9 +49,14 @@ def recall_turns(
     """
     if room <= 0 or not query.strip():
         return [], [], 0
-    said = messages if searched is None else searched
+    cache = layout.cache if incremental else None
+    # what the index reads a newly cut turn from: this call's messages (a kept index outlives
+    # the list it was made with; a guard's list is new at every call)
+    source: list[Sequence[Message]] = cache.setdefault("recall_source", [()]) if cache else [()]
+    source[0] = messages if searched is None else searched
 
     def document(turn: list[Unit]) -> str:
+        said = source[0]
         text = "\n".join(
             " ".join([said[i].text] + [c.name + " " + c.arguments for c in said[i].tool_calls])
             for u in turn
@@ -61,7 +66,6 @@ def recall_turns(
         when = said[turn[0].indices[0]].timestamp
         return text if when is None else f"{text}\n{day_token(when)}"
 
-    cache = layout.cache if incremental else None
     held = cache.get("recall") if cache is not None else None
     if not isinstance(held, _CutTurns) or held.cut != cut or not held.costs_hold(messages):
         previous = held.index if isinstance(held, _CutTurns) else None
@@ -89,7 +93,7 @@ def recall_turns(
         found = np.array([k for k, _ in ranked], dtype=np.int64)
         scores = np.array([v for _, v in ranked], dtype=np.float64)
     if hybrid is not None:
-        dense = held.dense_rows(hybrid, said)
+        dense = held.dense_rows(hybrid, source[0])
         sims = None if dense is None else hybrid.similarities_at(*dense, query)
         if sims is not None:
             found, scores = fuse(found, sims)

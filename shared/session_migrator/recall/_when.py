@@ -75,11 +75,23 @@ def day_tokens(question: str, now: datetime | None = None) -> list[str]:
     return list(seen)
 
 
-def about_the_past(question: str) -> bool:
-    """Whether ``question`` asks about something said before (its words, or a day it names)."""
-    return bool(_PAST.search(question) or _DAY_MONTH.search(question) or _ISO.search(question)) or (
-        bool(_MONTH_DAY.search(question))
+#: The words that point past the last turns ("what did I say last time?"), not the past tense
+#: alone ("did you make it?" asks about the message before as often as about one long cut)
+_LONG_AGO = re.compile(
+    r"\b(earlier|previous(?:ly)?|last time|back then|ago|remind me|remember|recall|told you|"
+    r"you said|i said|we (?:talked|spoke|discussed)|yesterday|last (?:week|month|year|night))\b",
+    re.I,
+)
+
+
+def about_the_past(question: str, long_ago: bool = False) -> bool:
+    """Whether ``question`` asks about something said before (its words, or a day it names);
+    ``long_ago``: by the words that point past the last turns (or a day), not the past tense
+    alone."""
+    dated = bool(_DAY_MONTH.search(question) or _ISO.search(question)) or bool(
+        _MONTH_DAY.search(question)
     )
+    return dated or bool((_LONG_AGO if long_ago else _PAST).search(question))
 
 
 def show_day(when: datetime) -> str:
