@@ -38,6 +38,7 @@ from llamaindex_session_migrator._token_limit import fit_within
 from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
 from session_migrator import (
     DEFAULT_SLACK,
+    Compactor,
     Compressor,
     MigrationResult,
     ModelWindow,
@@ -124,6 +125,7 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
     _window: ModelWindow | None = PrivateAttr(default=None)
     _source: ModelSource | None = PrivateAttr(default=None)
     _listener: MemoryListener[SessionMigratorMemory] | None = PrivateAttr(default=None)
+    _compactor: Compactor | bool | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -141,7 +143,15 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
         **data: Any,
     ) -> None:
         """See :meth:`from_defaults`: every argument it takes is taken here too."""
-        refuse_unknown(type(self).__name__, data, (*_FIELDS, *FIT_OPTIONS, "chat_history"))
+        refuse_unknown(
+            type(self).__name__, data, (*_FIELDS, *FIT_OPTIONS, "chat_history", "compactor")
+        )
+        compactor = data.pop("compactor", None)
+        if compactor is not None and not isinstance(compactor, bool | Compactor):
+            raise TypeError(
+                "compactor must be a Compactor, True (the process's shared one) or None, got "
+                f"{type(compactor).__name__}"
+            )
         options = FitOptions.checked(
             strategy=strategy,
             summarizer=summarizer,
@@ -155,6 +165,7 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
             check_llm(llm)
         super().__init__(**data)
         self._options = options
+        self._compactor = compactor
         self._store_spec = store
         self._store, self._owns_store = open_memory_store(store)
         self._tracker.llm = llm
@@ -264,7 +275,10 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
         (default 35%) is the share of the room a cut leaves free so that the next turns fit
         without cutting again: the head of the history (system messages, summary) stays the same
         from call to call, which keeps a provider's prompt cache warm; ``0`` cuts afresh at every
-        ``get``. A non-empty
+        ``get``. ``compactor`` (a :class:`~session_migrator.Compactor`, or ``True`` for the
+        process's shared one) writes the summaries of the cut part in the background, so that no
+        ``get`` waits for the summarizer (docs/cost.md; a memory restored from its reference has
+        none). A non-empty
         ``chat_history`` is written with :meth:`set`. ``chat_store`` (a LlamaIndex chat store)
         is not supported: the session store replaces it.
         """
@@ -307,7 +321,9 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
             if self._store is None:  # closed, or made by model_validate
                 self._store, self._owns_store = open_memory_store(self._store_spec)
             settings = self._options.fitter_settings()
-            fitter = SessionFitter(self.chat_store_key, store=self._store, **settings)
+            fitter = SessionFitter(
+                self.chat_store_key, store=self._store, compactor=self._compactor, **settings
+            )
             self._fitter = fitter
             self._handout.forget()
             return fitter

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from llama_index.core import Settings
@@ -718,3 +718,46 @@ def test_copying_fails_clearly_and_serializing_refers_to_the_session(
             ChatMemoryBuffer.from_defaults(chat_store_key="x").to_dict()
         )
     assert [m.content for m in memory.get_all()] == ["Hello"]  # nothing moved
+
+
+def test_a_compactor_writes_the_memorys_summaries_off_the_get() -> None:
+    import threading
+
+    from session_migrator import Compactor, ExtractiveSummarizer
+
+    class Recorded:
+        name = "recorded"
+        threads: ClassVar[set[str]] = set()
+
+        def summarize(
+            self, messages: Any, *, max_tokens: int, counter: Any, previous: Any = None
+        ) -> str:
+            self.threads.add(threading.current_thread().name)
+            return ExtractiveSummarizer().summarize(
+                messages, max_tokens=max_tokens, counter=counter
+            )
+
+    window = ModelWindow("small", "test", 2_000, 2_000, 0, "o200k_base", "explicit")
+    compactor = Compactor(workers=1)
+    try:
+        memory = SessionMigratorMemory.from_defaults(
+            chat_store_key="compacted",
+            store="memory://",
+            model=window,
+            strategy="summarize",
+            summarizer=Recorded(),
+            reserve_input=0,
+            compactor=compactor,
+        )
+        memory.put(ChatMessage(role="system", content="You answer questions about orders."))
+        for n in range(150):
+            memory.put(ChatMessage(role="user", content=f"When does order {n} ship?"))
+            assert memory.get()
+            memory.put(ChatMessage(role="assistant", content=f"Order {n} ships on day {n % 7}."))
+            assert compactor.wait(10)
+        assert Recorded.threads
+        assert threading.current_thread().name not in Recorded.threads
+    finally:
+        compactor.close()
+    with pytest.raises(TypeError, match="compactor must be a Compactor"):
+        SessionMigratorMemory.from_defaults(store="memory://", model=window, compactor="yes")
