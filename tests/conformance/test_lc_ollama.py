@@ -99,3 +99,37 @@ def test_silent_cut_is_caught_and_fitted_from_then_on(
         assert not api.refusals, api.report()
     finally:
         api.stop()
+
+
+@pytest.mark.filterwarnings("ignore::langchain_core._api.deprecation.LangChainDeprecationWarning")
+def test_the_history_fits_the_window_ollama_runs(
+    ollama_api: OllamaEmulator, long_thread: tuple[tuple[str, str], ...]
+) -> None:
+    """``FittedChatMessageHistory`` in a ``RunnableWithMessageHistory`` chain with ChatOllama:
+    the history is fitted to ``num_ctx``, not to the table's window, and the server cuts
+    nothing."""
+    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    from langchain_session_migrator import FittedChatMessageHistory
+
+    model = _ollama(ollama_api.url, num_ctx=4096)
+    history = FittedChatMessageHistory("ollama", model=model, store="memory://")
+    history.add_messages(lc_messages(long_thread)[1:-1])
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{question}")]
+    )
+    chain = RunnableWithMessageHistory(
+        prompt | model,
+        lambda session_id: history,
+        input_messages_key="question",
+        history_messages_key="history",
+    )
+    out = chain.invoke(
+        {"question": "What did we decide?"}, config={"configurable": {"session_id": "ollama"}}
+    )
+    assert answer_text(out)
+    assert history.model is not None
+    assert history.model.context_window == 4096
+    assert history.last_report.decision == "compressed"
+    assert not ollama_api.refusals, ollama_api.report()  # (Ollama's "refusal": a silent cut)
