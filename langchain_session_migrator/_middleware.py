@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -39,9 +39,13 @@ from session_migrator import (
     ModelWindow,
     Summarizer,
     default_counter,
+    narrowed,
+    note_prompt_read,
 )
 
 __all__ = ["FitToModelMiddleware", "response_format_payloads"]
+
+_R = TypeVar("_R")
 
 
 class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -134,7 +138,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        return handler(self.fit_request(request))
+        return self._read_check(handler(self.fit_request(request)), request)
 
     async def awrap_model_call(
         self,
@@ -142,13 +146,27 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         fitted = await asyncio.to_thread(self.fit_request, request)
-        return await handler(fitted)
+        return self._read_check(await handler(fitted), request)
+
+    def _read_check(self, response: _R, request: ModelRequest[Any]) -> _R:
+        """``response``, after noting the prompt tokens the reply says the runtime read
+        (Ollama's ``prompt_eval_count``): fewer than were sent is a silent cut (warned once;
+        the next requests are fitted to what was read)."""
+        result = getattr(response, "result", None)
+        replies = result if isinstance(result, list) else [response]
+        metadata = getattr(replies[-1], "response_metadata", None) if replies else None
+        read = metadata.get("prompt_eval_count") if isinstance(metadata, Mapping) else None
+        report = self.last_report
+        if isinstance(read, int) and report is not None:
+            note_prompt_read(self.window(request.model), report.tokens_after, read)
+        return response
 
     # -- the fit -----------------------------------------------------------------------------
 
     def window(self, model: Any) -> ModelWindow:
-        """The window of ``model`` (registered names first)."""
-        return window_for(model, registry=self._registry)
+        """The window of ``model`` (registered names first), narrowed to what its runtime was
+        seen to read (a silent cut, see :meth:`_read_check`)."""
+        return narrowed(window_for(model, registry=self._registry))
 
     def fit_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """``request`` itself when it fits ``request.model``, else a copy with fitted messages."""

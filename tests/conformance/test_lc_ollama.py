@@ -133,3 +133,30 @@ def test_the_history_fits_the_window_ollama_runs(
     assert history.model.context_window == 4096
     assert history.last_report.decision == "compressed"
     assert not ollama_api.refusals, ollama_api.report()  # (Ollama's "refusal": a silent cut)
+
+
+def test_the_agent_middleware_catches_a_silent_cut(
+    long_thread: tuple[tuple[str, str], ...],
+) -> None:
+    """``create_agent`` with ``FitToModelMiddleware`` and ChatOllama whose window no one says:
+    the first reply reads fewer prompt tokens than were sent; the middleware warns and fits the
+    next calls to what the server read."""
+    from langchain.agents import create_agent
+
+    from langchain_session_migrator import FitToModelMiddleware
+
+    api = OllamaEmulator().start()
+    api.says_window = False
+    try:
+        middleware = FitToModelMiddleware()
+        agent = create_agent(_ollama(api.url), [], middleware=[middleware])
+        messages = lc_messages(long_thread)
+        with pytest.warns(RuntimeWarning, match=r"cut the prompt silently"):
+            agent.invoke({"messages": messages})
+        assert api.refusals, "the first request was cut (what the middleware detects)"
+        assert middleware.window(_ollama(api.url)).max_input_tokens <= 4096
+        api.clear()
+        agent.invoke({"messages": messages})
+        assert not api.refusals, api.report()
+    finally:
+        api.stop()
