@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -25,12 +25,22 @@ from llamaindex_session_migrator._memory_options import embeddings_for
 from llamaindex_session_migrator._models import provider_of, requested_output, window_for
 from llamaindex_session_migrator._request_fit import RequestFitter
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
-from session_migrator import Compressor, MigrationReport, ModelWindow, Summarizer, check_strategy
+from session_migrator import (
+    Compressor,
+    MigrationReport,
+    ModelWindow,
+    Summarizer,
+    check_strategy,
+    narrowed,
+    note_prompt_read,
+)
 
 if TYPE_CHECKING:
     from llama_index.core.tools.types import BaseTool
 
 __all__ = ["FitToModelLLM"]
+
+_Reply = TypeVar("_Reply")
 
 #: The fields of an LLM that shape how ``predict``/``stream`` format a prompt: the guard takes
 #: the wrapped LLM's, so its prompts are the ones the wrapped LLM would build.
@@ -137,8 +147,9 @@ class FitToModelLLM(FunctionCallingLLM):
 
     @property
     def model_window(self) -> ModelWindow:
-        """The window requests are fitted to (the wrapped LLM's metadata, read now)."""
-        return window_for(self._llm)
+        """The window requests are fitted to (the wrapped LLM's metadata, read now), narrowed
+        to what its runtime was seen to read (a silent cut, see :meth:`_read_check`)."""
+        return narrowed(window_for(self._llm))
 
     @property
     def last_report(self) -> MigrationReport | None:
@@ -228,7 +239,7 @@ class FitToModelLLM(FunctionCallingLLM):
         asked, parameter = requested_output(self._llm, kwargs)
         fitted = self._fitter.fit(
             messages,
-            window_for(self._llm),
+            self.model_window,
             tools=tools,
             max_output_tokens=asked,
             output_parameter=parameter,
@@ -240,7 +251,7 @@ class FitToModelLLM(FunctionCallingLLM):
         asked, parameter = requested_output(self._llm, kwargs)
         fitted = self._fitter.fit_prompt(
             prompt,
-            window_for(self._llm),
+            self.model_window,
             max_output_tokens=asked,
             output_parameter=parameter,
             provider=provider_of(self._llm),
@@ -272,12 +283,24 @@ class FitToModelLLM(FunctionCallingLLM):
 
     # -- chat ----------------------------------------------------------------------------------
 
+    def _read_check(self, response: _Reply) -> _Reply:
+        """``response``, after noting the prompt tokens it says the runtime read (Ollama's
+        ``prompt_eval_count``): fewer than were sent is a silent cut (warned once; the next
+        requests are fitted to what was read)."""
+        raw = getattr(response, "raw", None)
+        read = raw.get("prompt_eval_count") if isinstance(raw, Mapping) else None
+        report = self.last_report
+        if isinstance(read, int) and report is not None:
+            note_prompt_read(window_for(self._llm), report.tokens_after, read)
+        return response
+
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return self._llm.chat(self._fit(messages, kwargs.get("tools") or (), kwargs), **kwargs)
+        fitted = self._fit(messages, kwargs.get("tools") or (), kwargs)
+        return self._read_check(self._llm.chat(fitted, **kwargs))
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         fitted = self._fit(messages, kwargs.get("tools") or (), kwargs)
-        return await self._llm.achat(fitted, **kwargs)
+        return self._read_check(await self._llm.achat(fitted, **kwargs))
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
         fitted = self._fit(messages, kwargs.get("tools") or (), kwargs)
@@ -301,15 +324,17 @@ class FitToModelLLM(FunctionCallingLLM):
         tool_required: bool = False,
         **kwargs: Any,
     ) -> ChatResponse:
-        return self._function_llm().chat_with_tools(
-            **self._with_tools(
-                tools,
-                user_msg,
-                chat_history,
-                verbose=verbose,
-                allow_parallel_tool_calls=allow_parallel_tool_calls,
-                tool_required=tool_required,
-                **kwargs,
+        return self._read_check(
+            self._function_llm().chat_with_tools(
+                **self._with_tools(
+                    tools,
+                    user_msg,
+                    chat_history,
+                    verbose=verbose,
+                    allow_parallel_tool_calls=allow_parallel_tool_calls,
+                    tool_required=tool_required,
+                    **kwargs,
+                )
             )
         )
 
@@ -382,7 +407,8 @@ class FitToModelLLM(FunctionCallingLLM):
     # -- completion ----------------------------------------------------------------------------
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return self._llm.complete(self._fit_prompt(prompt, kwargs), formatted=formatted, **kwargs)
+        fitted = self._fit_prompt(prompt, kwargs)
+        return self._read_check(self._llm.complete(fitted, formatted=formatted, **kwargs))
 
     async def acomplete(
         self, prompt: str, formatted: bool = False, **kwargs: Any

@@ -83,7 +83,10 @@ class OllamaEmulator(Emulator):
     def _chat(self, body: dict[str, Any], rec: Recorded) -> Answer:
         model = str(body.get("model") or "")
         options = body.get("options") or {}
-        window = int(options.get("num_ctx") or self.modelfile_ctx or self.default_ctx)
+        # (a num_ctx past the model's trained context is capped to it, as Ollama does)
+        window = min(
+            int(options.get("num_ctx") or self.modelfile_ctx or self.default_ctx), self.trained
+        )
         self.loaded[model] = window
         messages = list(body.get("messages") or [])
         if not messages:

@@ -59,3 +59,22 @@ def test_ollama_sends_its_context_window_as_num_ctx(
         assert api.requests[-1].body["options"]["num_ctx"] == 4096
     finally:
         api.stop()
+
+
+def test_the_guard_catches_a_silent_cut(long_thread: tuple[tuple[str, str], ...]) -> None:
+    """``Ollama(context_window=...)`` larger than the model was trained for: the server caps
+    ``num_ctx`` and cuts the prompt silently; the guard sees ``prompt_eval_count`` below what
+    it sent, warns once and fits the next calls to what the server read."""
+    api = OllamaEmulator(trained=8_192).start()
+    try:
+        llm = Ollama(model="llama3.1:8b", base_url=api.url, context_window=32_768)
+        guard = FitToModelLLM(llm)
+        with pytest.warns(RuntimeWarning, match="cut the prompt silently"):
+            assert guard.chat(_messages(long_thread)).message.content
+        assert api.refusals, "the first request was cut (what the guard detects)"
+        assert guard.model_window.max_input_tokens <= 8_192
+        api.clear()
+        assert guard.chat(_messages(long_thread)).message.content
+        assert not api.refusals, api.report()
+    finally:
+        api.stop()
