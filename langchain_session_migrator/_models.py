@@ -145,7 +145,18 @@ def window_for(model: Any, *, registry: Mapping[str, ModelWindow] | None = None)
                 "(FitToModelMiddleware, FittedHistoryFactory)."
             ),
         )
-    return _by_name(name, registry)
+    try:
+        return _by_name(name, registry)
+    except UnknownModelError as exc:
+        deployment = getattr(model, "deployment_name", None)
+        if deployment is None or name != deployment:
+            raise
+        # an Azure deployment is named by its owner, not by the model it runs
+        raise exc.with_remedy(
+            f"{name!r} is an Azure deployment's name, not a model's: say which model it runs, "
+            f"AzureChatOpenAI(azure_deployment={name!r}, model='gpt-4o', ...), or give it a "
+            "profile (profile={'max_input_tokens': N, 'max_output_tokens': M})."
+        ) from None
 
 
 def _served(model: Any, name: str | None) -> ModelWindow | None:

@@ -84,3 +84,23 @@ def test_our_classes_emit_no_warning_of_their_own(kit: Any) -> None:
         FitToModelMiddleware(summarizer=llm)
         LangChainSummarizer(llm)
     assert [f"{w.category.__name__}: {w.message}" for w in caught] == []
+
+
+def test_an_azure_deployment_is_not_a_model_name() -> None:
+    from langchain_openai import AzureChatOpenAI
+
+    from langchain_session_migrator import window_for
+    from session_migrator import UnknownModelError
+
+    def azure(**kwargs: Any) -> AzureChatOpenAI:
+        return AzureChatOpenAI(  # type: ignore[call-arg]
+            api_key="test",
+            azure_endpoint="https://example.openai.azure.com",
+            api_version="2024-10-21",
+            azure_deployment="prod-chat",
+            **kwargs,
+        )
+
+    with pytest.raises(UnknownModelError, match=r"an Azure deployment's name, not a model's"):
+        window_for(azure())
+    assert window_for(azure(model="gpt-4o")).context_window == 128_000
