@@ -30,6 +30,7 @@ LAYERS = (
     "sessions",
     "importers",
     "mcp",
+    "server",  # the HTTP API (it serves the MCP layer's tools)
     "surfaces",  # the public API (the package), the CLI, the demo, the MCP server, the adapters
 )
 #: The core's folders whose layer has another name.

@@ -1,0 +1,370 @@
+"""The HTTP API as an ASGI app (Starlette): versioned ``/v1`` routes over one session store.
+
+Each route reads its JSON body (at most ``max_body`` bytes), runs the store and fitting work in
+a worker thread (the event loop never blocks on them) within ``timeout`` seconds, and answers
+JSON; every error is a problem document (RFC 9457, ``application/problem+json``) with the
+library's error kind and what to do. With tokens, every route but ``/v1/healthz`` needs
+``Authorization: Bearer TOKEN``, and a session is reachable only with its owner's tokens
+(:mod:`session_migrator.server._auth`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from session_migrator._errors import (
+    BudgetError,
+    SessionMigratorError,
+    SessionNotFoundError,
+    UnknownModelError,
+)
+from session_migrator._version import __version__
+from session_migrator.mcp._answers import jsonable
+from session_migrator.mcp._tools import SESSIONS_PAGE, SessionTools, parse_messages
+from session_migrator.server._auth import Scope, Tokens
+
+__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_TIMEOUT", "ROUTES", "create_app"]
+
+#: The largest request body read (bytes), and the most seconds a request may take.
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+DEFAULT_TIMEOUT = 60.0
+
+
+class Problem(Exception):
+    """An error answered as a problem document."""
+
+    def __init__(self, status: int, title: str, detail: str, kind: str | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.title, self.detail, self.kind = status, title, detail, kind
+
+    def response(self) -> Response:
+        body = {
+            "type": f"https://session-migrator.dev/problems/{self.title.lower().replace(' ', '-')}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        }
+        if self.kind is not None:
+            body["kind"] = self.kind
+        return Response(
+            json.dumps(body, ensure_ascii=False),
+            status_code=self.status,
+            media_type="application/problem+json",
+        )
+
+
+_STATUS: tuple[tuple[type[Exception], int, str], ...] = (
+    (SessionNotFoundError, 404, "Session not found"),
+    (UnknownModelError, 422, "Unknown model"),
+    (BudgetError, 422, "Over the budget"),
+    (SessionMigratorError, 400, "Bad request"),
+)
+
+
+def _problem(exc: Exception) -> Problem:
+    for kind, status, title in _STATUS:
+        if isinstance(exc, kind):
+            return Problem(status, title, str(exc), type(exc).__name__)
+    return Problem(500, "Internal error", f"{type(exc).__name__}: the server failed", None)
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """One route: its method and path, what it does, and its handler's name."""
+
+    method: str
+    path: str
+    summary: str
+    handler: str
+
+
+#: Every route, as the OpenAPI document describes them (docs/openapi.json is made from these).
+ROUTES: tuple[RouteSpec, ...] = (
+    RouteSpec("GET", "/v1/healthz", "The server is up (no token needed).", "healthz"),
+    RouteSpec("GET", "/v1/sessions", "The sessions the token reaches, paged.", "list_sessions"),
+    RouteSpec("GET", "/v1/sessions/{session_id}", "One session: its count and metadata.", "info"),
+    RouteSpec("GET", "/v1/sessions/{session_id}/messages", "The full log, paged.", "messages"),
+    RouteSpec(
+        "POST",
+        "/v1/sessions/{session_id}/append",
+        "Append messages (OpenAI format; idempotent by message id).",
+        "append",
+    ),
+    RouteSpec(
+        "POST",
+        "/v1/sessions/{session_id}/build_outbound",
+        "The conversation fitted to a model: the whole request (tools, output reserve).",
+        "build_outbound",
+    ),
+    RouteSpec("GET", "/v1/sessions/{session_id}/usage", "The session against a model.", "usage"),
+    RouteSpec("DELETE", "/v1/sessions/{session_id}", "Delete a session.", "delete"),
+    RouteSpec(
+        "POST",
+        "/v1/erase",
+        "Erase every session of the token's user (or of a user, unscoped).",
+        "erase",
+    ),
+)
+
+
+class _Api:
+    def __init__(self, store: Any, tokens: Tokens | None, max_body: int, timeout: float) -> None:
+        self.tools = SessionTools(store=store)
+        self.tokens = tokens
+        self.max_body = max_body
+        self.timeout = timeout
+
+    # -- the plumbing ------------------------------------------------------------------------
+
+    def scope(self, request: Request) -> Scope:
+        if self.tokens is None:
+            return Scope()
+        header = request.headers.get("authorization", "")
+        kind, _, token = header.partition(" ")
+        scope = self.tokens.scope_of(token.strip()) if kind.lower() == "bearer" else None
+        if scope is None:
+            raise Problem(
+                401,
+                "Unauthorized",
+                "send Authorization: Bearer TOKEN with a token the server was given "
+                "(SESSION_MIGRATOR_API_TOKEN or its tokens file)",
+            )
+        return scope
+
+    async def body(self, request: Request) -> dict[str, Any]:
+        size = request.headers.get("content-length")
+        if size is not None and size.isdigit() and int(size) > self.max_body:
+            raise Problem(413, "Body too large", f"the body is over {self.max_body:,} bytes")
+        chunks: list[bytes] = []
+        total = 0
+        async for chunk in request.stream():
+            total += len(chunk)
+            if total > self.max_body:
+                raise Problem(413, "Body too large", f"the body is over {self.max_body:,} bytes")
+            chunks.append(chunk)
+        try:
+            data = json.loads(b"".join(chunks) or b"{}")
+        except ValueError as exc:
+            raise Problem(400, "Bad request", f"the body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise Problem(400, "Bad request", "the body is a JSON object")
+        return data
+
+    def owned(self, scope: Scope, session_id: str) -> Any:
+        """The session's info, when the scope reaches it (else 404, as if it did not exist)."""
+        info = self.tools.store.get_session(session_id)
+        if info is None or not scope.owns(info.workspace, info.metadata):
+            raise Problem(
+                404,
+                "Session not found",
+                f"no session {session_id!r} this token reaches: GET /v1/sessions lists them",
+                "SessionNotFoundError",
+            )
+        return info
+
+    def route(
+        self, handler: Callable[[_Call, Scope], Any], *, needs_token: bool = True
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                with anyio.fail_after(self.timeout):
+                    scope = self.scope(request) if needs_token else Scope()
+                    body = await self.body(request) if request.method == "POST" else {}
+                    answer = await anyio.to_thread.run_sync(handler, _Call(request, body), scope)
+            except Problem as problem:
+                return problem.response()
+            except TimeoutError:
+                return Problem(
+                    503, "Timed out", f"the request took over {self.timeout:g} s"
+                ).response()
+            except (SessionMigratorError, ValueError, TypeError) as exc:
+                return _problem(exc).response()
+            return JSONResponse(jsonable(answer))
+
+        return endpoint
+
+    # -- the routes --------------------------------------------------------------------------
+
+    def healthz(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        return {"status": "ok", "version": __version__}
+
+    def list_sessions(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        offset, limit = _paging(call, SESSIONS_PAGE)
+        infos = [
+            i for i in self.tools.store.list_sessions(None) if scope.owns(i.workspace, i.metadata)
+        ]
+        shown = infos[offset : offset + limit]
+        end = offset + len(shown)
+        return {
+            "count": len(infos),
+            "next_offset": end if end < len(infos) else None,
+            "sessions": [asdict(i) for i in shown],
+        }
+
+    def info(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        return asdict(self.owned(scope, call.session_id))
+
+    def messages(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        self.owned(scope, call.session_id)
+        offset, limit = _paging(call, 200)
+        log = self.tools.store.load(call.session_id)
+        shown = log[offset : offset + limit]
+        end = offset + len(shown)
+        return {
+            "count": len(log),
+            "next_offset": end if end < len(log) else None,
+            "messages": [m.to_openai() for m in shown],
+        }
+
+    def append(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        session_id = call.session_id
+        raw = call.body.get("messages")
+        if not isinstance(raw, list):
+            raise Problem(400, "Bad request", 'the body is {"messages": [...]} (OpenAI format)')
+        messages = parse_messages(raw)
+        key = call.body.get("key")
+        store = self.tools.store
+        info = store.get_session(session_id)
+        if info is not None:
+            self.owned(scope, session_id)
+        # a new session is placed in the token's workspace and stamped with its user
+        added = store.append(
+            session_id,
+            messages,
+            workspace=scope.workspace or "default" if info is None else info.workspace,
+            metadata={"user_id": scope.user} if info is None and scope.user else None,
+            idempotency_key=key if isinstance(key, str) else None,
+        )
+        after = store.get_session(session_id)
+        return {
+            "session_id": session_id,
+            "received": len(messages),
+            "appended": added,
+            "already_stored": len(messages) - added,
+            "message_count": after.message_count if after else added,
+        }
+
+    def build_outbound(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        self.owned(scope, call.session_id)
+        body = call.body
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise Problem(400, "Bad request", 'the body names the model: {"model": "gpt-4o"}')
+        tools = body.get("tools") or []
+        if tools or body.get("max_output_tokens") is not None:
+            from session_migrator.migration._request import fit_request
+
+            fit = fit_request(
+                self.tools.store.load(call.session_id),
+                model,
+                tools=tools,
+                max_output_tokens=body.get("max_output_tokens"),
+                strategy=body.get("strategy", "auto"),
+                query=body.get("query"),
+            )
+            return {
+                "session_id": call.session_id,
+                "decision": fit.report.decision,
+                "report": fit.report.to_dict(),
+                "messages": [m.to_openai(include_id=False) for m in fit.messages],
+            }
+        with _http_remedy():
+            return self.tools.session_context(
+                call.session_id,
+                model,
+                strategy=body.get("strategy", "auto"),
+                query=body.get("query"),
+                reserve_output_tokens=body.get("reserve_output_tokens"),
+                context_window=body.get("context_window"),
+            )
+
+    def usage(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        self.owned(scope, call.session_id)
+        model = call.request.query_params.get("model")
+        if not model:
+            raise Problem(400, "Bad request", "name the model: ?model=gpt-4o")
+        window = call.request.query_params.get("context_window")
+        with _http_remedy():
+            return self.tools.session_usage(
+                call.session_id, model, int(window) if window and window.isdigit() else None
+            )
+
+    def delete(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        self.owned(scope, call.session_id)
+        return {"deleted": self.tools.store.delete_session(call.session_id)}
+
+    def erase(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        user = scope.user if scope.user is not None else call.body.get("user_id")
+        if not isinstance(user, str) or not user:
+            raise Problem(400, "Bad request", 'an unscoped token names the user: {"user_id": ...}')
+        return {"user_id": user, "erased": self.tools.store.erase_user(user)}
+
+
+@contextlib.contextmanager
+def _http_remedy() -> Iterator[None]:
+    """An unknown model's error, with what to do over HTTP."""
+    try:
+        yield
+    except UnknownModelError as exc:
+        raise exc.with_remedy(
+            'Give its window: build_outbound takes "context_window" in the body, usage '
+            "?context_window=; or register the model in the JSON/TOML file named by "
+            "SESSION_MIGRATOR_MODELS where this server runs."
+        ) from None
+
+
+@dataclass(frozen=True)
+class _Call:
+    request: Request
+    body: dict[str, Any]
+
+    @property
+    def session_id(self) -> str:
+        return str(self.request.path_params["session_id"])
+
+
+def _paging(call: _Call, default: int) -> tuple[int, int]:
+    try:
+        offset = int(call.request.query_params.get("offset", 0))
+        limit = int(call.request.query_params.get("limit", default))
+    except ValueError:
+        raise Problem(400, "Bad request", "offset and limit are whole numbers") from None
+    if offset < 0 or limit < 1:
+        raise Problem(400, "Bad request", "offset is 0 or more and limit at least 1")
+    return offset, limit
+
+
+def create_app(
+    store: Any = None,
+    *,
+    tokens: Tokens | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Starlette:
+    """The HTTP API over ``store`` (a store or URL; ``None``: the default store).
+
+    ``tokens``: who may call it (``None`` or empty: anyone who reaches it; serve it on loopback
+    only).
+    """
+    api = _Api(store, tokens if tokens else None, max_body, timeout)
+    routes = [
+        Route(
+            spec.path,
+            api.route(getattr(api, spec.handler), needs_token=spec.handler != "healthz"),
+            methods=[spec.method],
+        )
+        for spec in ROUTES
+    ]
+    app = Starlette(routes=routes)
+    app.state.api = api
+    return app
