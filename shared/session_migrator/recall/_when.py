@@ -75,6 +75,18 @@ def day_tokens(question: str, now: datetime | None = None) -> list[str]:
     return list(seen)
 
 
+_ASKING = re.compile(
+    r"^\W*(who|whom|whose|what|when|where|which|why|how|did|do|does|was|were|is|are|had|has|"
+    r"have|can|could|would|will|should|remind|tell)\b",
+    re.I,
+)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` asks something (a question mark, or a question's first word)."""
+    return "?" in text or bool(_ASKING.match(text))
+
+
 def about_the_past(question: str) -> bool:
     """Whether ``question`` asks about something said before (its words, or a day it names)."""
     return bool(_PAST.search(question) or _DAY_MONTH.search(question) or _ISO.search(question)) or (
