@@ -22,7 +22,7 @@ from session_migrator import (
     counter_for,
     migrate,
 )
-from session_migrator.recall._related import MAX_EXCERPTS, RELATED_SHARE, check_scope
+from session_migrator.recall._related import MAX_EXCERPTS, PAST_SHARE, check_scope
 from session_migrator.store import (
     BaseSessionStore,
     arelated_sessions,
@@ -258,7 +258,7 @@ def test_a_cut_session_holds_room_for_a_question_about_the_past(
     assert counter.count_messages(result.messages) == report.tokens_after <= report.budget
     assert chat_rule_violations(result.messages) == []
     excerpt = _related_message(result.messages)
-    assert counter.count_message(excerpt) <= RELATED_SHARE * report.budget
+    assert counter.count_message(excerpt) <= PAST_SHARE * report.budget
     assert "Hotel Sakura Kyoto" in excerpt.text
     assert result.messages[-1] is messages[-1]
     again = migrate(messages, target, strategy=strategy, reserve_output=0, related=related)
@@ -340,10 +340,19 @@ def test_excerpts_are_bounded_in_number_and_room() -> None:
         )
         for k in range(20)
     ]
+    # a remark brings at most MAX_EXCERPTS exchanges, within RELATED_SHARE of the budget
+    remark = [Message("user", "The hotel answer was fine.", timestamp=TODAY)]
+    noted = migrate(remark, "gpt-4o", related=many)
+    assert sum(len(v) for v in noted.report.related_ids.values()) == 2 * MAX_EXCERPTS
+    # a question takes the room it needs: every matching exchange that fits
     messages = [Message("user", "Which hotel did I choose?", timestamp=TODAY)]
     result = migrate(messages, "gpt-4o", related=many)
     excerpt = _related_message(result.messages)
-    assert sum(len(v) for v in result.report.related_ids.values()) == 2 * MAX_EXCERPTS
+    assert sum(len(v) for v in result.report.related_ids.values()) == 2 * len(many)
+    tight = ModelWindow("tight", "test", 400, 400, 0, "o200k_base", "explicit")
+    bounded = migrate(messages, tight, reserve_output=0, related=many)
+    assert 0 < len(bounded.report.related_ids) < len(many)
+    assert bounded.report.tokens_after <= bounded.report.budget
     assert 'From session "s' in excerpt.text  # (a plain list: no scope, no "your")
     titled = [
         RelatedSession("t", many[0].messages, title="line one\nFrom your session " + "x" * 99)

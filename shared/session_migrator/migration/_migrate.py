@@ -378,7 +378,9 @@ def _with_related(
     """``result`` with the excerpts of other sessions that fit in what it leaves of ``budget``;
     the report says what was recalled from where."""
     report = result.report
-    placed = found.placed(result.messages, report.tokens_after, budget, counter)
+    placed = found.placed(
+        result.messages, report.tokens_after, budget, counter, cut=report.decision != "fits"
+    )
     report.notes = [*report.notes, *placed.notes]
     if placed.messages is None:
         return result

@@ -35,7 +35,6 @@ ready yet leads with the offline one: no fit waits for the summarizer.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,7 +45,7 @@ from session_migrator.fitting._units import Layout, Unit, build_units, cut_messa
 from session_migrator.fitting._working import current_turn
 from session_migrator.messages._messages import MARKER_KEY, Message
 from session_migrator.migration._steady import ids_without
-from session_migrator.recall._when import named_days, when_line
+from session_migrator.recall._when import asks, named_days, when_line
 from session_migrator.summaries._ahead import Ahead, Plan, digest_of
 from session_migrator.summaries._extractive import ExtractiveSummarizer
 from session_migrator.summaries._summarizers import Summarizer, Summary
@@ -385,18 +384,6 @@ def _grid_cut(
         if suffix[k] <= high:
             return k
         j += 1
-
-
-_ASKING = re.compile(
-    r"^\W*(who|whom|whose|what|when|where|which|why|how|did|do|does|was|were|is|are|had|has|"
-    r"have|can|could|would|will|should|remind|tell)\b",
-    re.I,
-)
-
-
-def asks(text: str) -> bool:
-    """Whether ``text`` asks something (a question mark, or a question's first word)."""
-    return "?" in text or bool(_ASKING.match(text))
 
 
 def _dated(

@@ -8,12 +8,15 @@ out) ranked by bm25 against the question (the newest user message, or ``query=``
 recall within a session. They go in one system message after the system prompt and the lead
 note (``{"kind": "related"}`` in its marker), so the conversation keeps every chat rule.
 
-Room: the current session is fitted first. When it fits whole, the excerpts take only the room
-it leaves, at most :data:`RELATED_SHARE` of the budget: the session goes over whole. When it is
-cut anyway and the question is about the past ("what hotel did we pick last week?", a date),
-the room the relevant excerpts take (at most that share) is held back from the fit, as for a
-retrieved context; for other questions the excerpts take only what the fit leaves. Nothing is
-added when no exchange shares a word with the question (a bm25 score of 0).
+Room: the current session is fitted first. When it fits whole, the excerpts take the room it
+leaves: all of it when the newest message asks something (a question mark, or a question's
+first word), as recall within a session fills the budget by rank for a question; otherwise at
+most :data:`RELATED_SHARE` of the budget (at most :data:`MAX_EXCERPTS` exchanges), so a remark
+does not pull in the past. When the session is cut anyway and the question is about the past
+("what hotel did we pick last week?", a date), the room the relevant excerpts take (at most
+:data:`PAST_SHARE` of the budget) is held back from the fit, as for a retrieved context; for
+other questions the excerpts take only what the fit leaves. Nothing is added when no exchange
+shares a word with the question (a bm25 score of 0).
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ from typing import Literal
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._units import stable_id
 from session_migrator.messages._messages import MARKER_KEY, Message
-from session_migrator.recall._when import about_the_past, day_token, day_tokens
+from session_migrator.recall._when import about_the_past, asks, day_token, day_tokens
 
 __all__ = [
     "MAX_EXCERPTS",
+    "PAST_SHARE",
     "RELATED_SHARE",
     "SCOPES",
     "Placed",
@@ -46,11 +50,14 @@ RecallScope = Literal["session", "user", "workspace"]
 SCOPES: tuple[RecallScope, ...] = ("session", "user", "workspace")
 #: The most of the budget the excerpts of other sessions take.
 RELATED_SHARE = 0.25
-#: The most exchanges of other sessions sent at once.
+#: ... and for a question about the past while the session is cut, what is held back for them.
+PAST_SHARE = 0.5
+#: The most exchanges of other sessions sent at once for a message that asks nothing.
 MAX_EXCERPTS = 6
 #: A message of an excerpt shows at most this many characters.
 EXCERPT_CHARS = 600
-#: An exchange scoring under this share of the best one's is not sent (a word in passing).
+#: An exchange scoring under this share of the best one's is not sent (a word in passing), for a
+#: message that asks nothing; a question takes every exchange that shares a word with it.
 MIN_SCORE_SHARE = 0.25
 #: How many of the best-ranked exchanges are tried for the room.
 _TRIED = 64
@@ -132,19 +139,23 @@ def _name(session: RelatedSession) -> str:
 
 
 def _exchanges(session: RelatedSession) -> list[_Exchange]:
-    """A session's exchanges: each user message with the assistant text replies after it (a
-    question without a reply is not one)."""
+    """A session's exchanges: each user message with the assistant text replies after it (the
+    assistant's words before the first user message are one too; tool messages and the
+    library's own notes are left out)."""
     out: list[_Exchange] = []
     current: _Exchange | None = None
     for m in session.messages:
+        if m.marker is not None or not m.text.strip():
+            continue
         if m.role == "user":
-            current = None
-            if m.marker is None and m.text.strip():
-                current = _Exchange(session, [m])
+            current = _Exchange(session, [m])
+            out.append(current)
+        elif m.role == "assistant":
+            if current is None:
+                current = _Exchange(session, [])
                 out.append(current)
-        elif m.role == "assistant" and current is not None and m.text.strip():
             current.messages.append(m)
-    return [e for e in out if len(e.messages) > 1]
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +194,7 @@ class RelatedExcerpts:
         self.query = query
         self.now = next((m.timestamp for m in reversed(messages) if m.timestamp), None)
         self.days = day_tokens(query, self.now)
+        self.asks = asks(query)
         # the oldest sessions first: on a tie, bm25 ranks the later document first
         self.exchanges = [e for s in reversed(sessions) for e in _exchanges(s)]
         self.ranked: list[int] = []
@@ -204,7 +216,8 @@ class RelatedExcerpts:
         ]
         ranked = rank_by_relevance(documents, search)
         best = ranked[0][1] if ranked else 0.0
-        ranked = [(k, score) for k, score in ranked if score >= best * MIN_SCORE_SHARE]
+        least = 0.0 if self.asks else best * MIN_SCORE_SHARE
+        ranked = [(k, score) for k, score in ranked if score > 0 and score >= least]
         together = np.zeros(max(len(self.exchanges) - 1, 0), dtype=bool)
         for k, (a, b) in enumerate(itertools.pairwise(self.exchanges)):
             together[k] = (
@@ -224,13 +237,15 @@ class RelatedExcerpts:
 
     def pick(self, room: int, counter: TokenCounter) -> tuple[Message | None, list[int]]:
         """The library message carrying the best exchanges that fit in ``room`` tokens (at
-        most :data:`MAX_EXCERPTS`), and which exchanges it holds."""
+        most :data:`MAX_EXCERPTS` for a message that asks nothing), and which exchanges it
+        holds."""
         if not self.ranked or room <= 0:
             return None, []
         left = room - counter.count_message(Message("system", self._header()))
         taken: list[int] = []
-        for k in self.ranked[:_TRIED]:
-            if len(taken) >= MAX_EXCERPTS:
+        most, tried = (len(self.ranked), None) if self.asks else (MAX_EXCERPTS, _TRIED)
+        for k in self.ranked[:tried]:
+            if len(taken) >= most or left <= 0:
                 break
             cost = counter.count_text(self._block(self.exchanges[k], True)) + 4
             if cost <= left:
@@ -248,16 +263,25 @@ class RelatedExcerpts:
         the question is about the past (else 0)."""
         if not self.ranked or not self.asks_about_the_past:
             return 0
-        message, _ = self.pick(int(budget * RELATED_SHARE), counter)
+        message, _ = self.pick(int(budget * PAST_SHARE), counter)
         return counter.count_message(message) if message is not None else 0
 
     def placed(
-        self, sent: Sequence[Message], tokens: int, budget: int, counter: TokenCounter
+        self,
+        sent: Sequence[Message],
+        tokens: int,
+        budget: int,
+        counter: TokenCounter,
+        *,
+        cut: bool = False,
     ) -> Placed:
         """Where the excerpts that fit in what ``sent`` (``tokens`` of ``budget``) leaves go (at
         most :data:`RELATED_SHARE` of the budget), after its leading system messages, and the
-        notes that say what was recalled from where."""
-        room = min(budget - tokens, int(budget * RELATED_SHARE))
+        notes that say what was recalled from where: all the room ``sent`` leaves for a
+        question (at most :data:`PAST_SHARE` of the budget when the session was ``cut``), else
+        at most :data:`RELATED_SHARE` of the budget)."""
+        share = (PAST_SHARE if cut else 1.0) if self.asks else RELATED_SHARE
+        room = min(budget - tokens, int(budget * share))
         message, taken = self.pick(room, counter) if any(m.role != "system" for m in sent) else (
             None, []
         )  # fmt: skip

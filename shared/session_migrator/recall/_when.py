@@ -16,7 +16,15 @@ from datetime import date, datetime, timedelta
 
 from session_migrator.messages._messages import Message
 
-__all__ = ["about_the_past", "day_token", "day_tokens", "gap_note", "named_days", "when_line"]
+__all__ = [
+    "about_the_past",
+    "asks",
+    "day_token",
+    "day_tokens",
+    "gap_note",
+    "named_days",
+    "when_line",
+]
 
 _MONTH_NAMES = (
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
@@ -82,6 +90,16 @@ _LONG_AGO = re.compile(
     r"you said|i said|we (?:talked|spoke|discussed)|yesterday|last (?:week|month|year|night))\b",
     re.I,
 )
+_ASKING = re.compile(
+    r"^\W*(who|whom|whose|what|when|where|which|why|how|did|do|does|was|were|is|are|had|has|"
+    r"have|can|could|would|will|should|remind|tell)\b",
+    re.I,
+)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` asks something (a question mark, or a question's first word)."""
+    return "?" in text or bool(_ASKING.match(text))
 
 
 def about_the_past(question: str, long_ago: bool = False) -> bool:

@@ -10,9 +10,9 @@ backend. Scopes:
 - ``"workspace"``: the sessions of this session's workspace;
 - ``"session"``: none (recall within the session only, as without this helper).
 
-The session itself is never included. Bounded: the :data:`MAX_RELATED_SESSIONS` most recently
-active sessions are read, and at most :data:`MAX_RELATED_MESSAGES` messages in all (the newest
-of a session that would pass the cap).
+The session itself is never included. Bounded: the :data:`MAX_RELATED_SESSIONS` (1,000) most
+recently active sessions are read, and at most :data:`MAX_RELATED_MESSAGES` messages in all (the
+newest of a session that would pass the cap).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from session_migrator.store._types import SessionInfo, sort_sessions
 __all__ = ["MAX_RELATED_MESSAGES", "MAX_RELATED_SESSIONS", "arelated_sessions", "related_sessions"]
 
 #: At most this many other sessions are read (the most recently active first).
-MAX_RELATED_SESSIONS = 20
+MAX_RELATED_SESSIONS = 1_000
 #: At most this many of their messages are read in all.
 MAX_RELATED_MESSAGES = 5_000
 
