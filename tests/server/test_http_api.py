@@ -29,7 +29,7 @@ class Served:
 
     def __init__(self, app: Any, socket: str | None = None) -> None:
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, uds=socket, log_level="warning", lifespan="off"
+            app, host="127.0.0.1", port=0, uds=socket, log_level="warning", lifespan="on"
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -238,3 +238,28 @@ def test_tokens_from_the_environment_and_a_file(
     monkeypatch.delenv("SESSION_MIGRATOR_API_TOKEN")
     with pytest.raises(TokensError, match="a tokens file is a JSON object"):
         Tokens.load(path)
+
+
+async def test_mcp_over_streamable_http_behind_the_tokens(serve: Callable[..., Served]) -> None:
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    api = serve(mcp=True)
+    with httpx.Client(base_url=api.url, headers=_as(ALICE), timeout=30) as client:
+        client.post("/v1/sessions/via-http/append", json={"messages": _turns(2)})
+        # a user's token does not reach the MCP tools (they reach every session)
+        assert client.post("/mcp/", json={}).status_code == 403
+        assert client.post("/mcp/", json={}, headers={"Authorization": ""}).status_code == 401
+    async with (
+        httpx2.AsyncClient(headers=_as(ADMIN), timeout=30) as http,
+        streamable_http_client(f"{api.url}/mcp/", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"session_append", "session_context", "session_list"} <= names
+        listed = await session.call_tool("session_list", {})
+        assert not listed.is_error
+        assert listed.structured_content is not None
+        assert [s["id"] for s in listed.structured_content["sessions"]] == ["via-http"]

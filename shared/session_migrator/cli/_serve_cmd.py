@@ -27,6 +27,11 @@ def register(sub: Any) -> None:
     p.add_argument("--tokens-file", metavar="PATH", help="JSON tokens file (docs/http-api.md)")
     p.add_argument("--max-body", type=int, default=8 * 1024 * 1024, help="bytes (8 MiB)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a request may take (60)")
+    p.add_argument(
+        "--mcp",
+        action="store_true",
+        help="also serve the MCP tools over streamable HTTP at /mcp/ (unscoped tokens only)",
+    )
     p.set_defaults(handler=run_serve)
 
 
@@ -57,7 +62,14 @@ def run_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    app = create_app(args.store, tokens=tokens, max_body=args.max_body, timeout=args.timeout)
+    app = create_app(
+        args.store,
+        tokens=tokens,
+        max_body=args.max_body,
+        timeout=args.timeout,
+        mcp=args.mcp,
+        host=args.host,
+    )
     where = args.socket or f"http://{args.host}:{args.port}"
     print(f"session-migrator HTTP API on {where} ({len(tokens)} token(s))", file=sys.stderr)
     if args.socket:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from session_migrator._errors import (
     BudgetError,
@@ -344,20 +344,47 @@ def _paging(call: _Call, default: int) -> tuple[int, int]:
     return offset, limit
 
 
+def _admins_only(app: Any, tokens: Tokens | None) -> Any:
+    """``app`` (the MCP endpoint) behind the tokens: an unscoped token only, since the MCP
+    tools reach every session."""
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and tokens is not None:
+            headers = dict(scope.get("headers") or [])
+            kind, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+            found = tokens.scope_of(token.strip()) if kind.lower() == "bearer" else None
+            if found is None or found != Scope():
+                problem = Problem(
+                    401 if found is None else 403,
+                    "Unauthorized" if found is None else "Forbidden",
+                    "MCP over HTTP takes an unscoped token (its tools reach every session): "
+                    "send Authorization: Bearer TOKEN",
+                )
+                await problem.response()(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def create_app(
     store: Any = None,
     *,
     tokens: Tokens | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     timeout: float = DEFAULT_TIMEOUT,
+    mcp: bool = False,
+    host: str = "127.0.0.1",
 ) -> Starlette:
     """The HTTP API over ``store`` (a store or URL; ``None``: the default store).
 
     ``tokens``: who may call it (``None`` or empty: anyone who reaches it; serve it on loopback
-    only).
+    only). ``mcp``: also serve the MCP tools over streamable HTTP at ``/mcp/`` (the ``mcp``
+    extra), behind the same tokens; ``host`` is where it is served (the MCP endpoint checks the
+    ``Host`` header against it).
     """
     api = _Api(store, tokens if tokens else None, max_body, timeout)
-    routes = [
+    routes: list[BaseRoute] = [
         Route(
             spec.path,
             api.route(getattr(api, spec.handler), needs_token=spec.handler != "healthz"),
@@ -365,6 +392,19 @@ def create_app(
         )
         for spec in ROUTES
     ]
-    app = Starlette(routes=routes)
+    lifespan = None
+    if mcp:
+        from session_migrator.mcp_server import build_server
+
+        server = build_server(api.tools.store)
+        endpoint = server.streamable_http_app(streamable_http_path="/", host=host)
+        routes.append(Mount("/mcp", app=_admins_only(endpoint, api.tokens)))
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            async with server.session_manager.run():
+                yield
+
+    app = Starlette(routes=routes, lifespan=lifespan)
     app.state.api = api
     return app
