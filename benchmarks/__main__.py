@@ -16,7 +16,9 @@
   (:mod:`benchmarks.listener_cost`);
 - what a long conversation costs turn by turn (prefix-cache reuse, uncached tokens, $ per 100
   turns, waits, summaries, retention), this project's surfaces beside SummarizationMiddleware,
-  trim_messages and LlamaIndex Memory (:mod:`benchmarks.conversation_cost`).
+  trim_messages and LlamaIndex Memory (:mod:`benchmarks.conversation_cost`);
+- the HTTP API under load: concurrent clients appending and fitting through uvicorn, beside the
+  same calls in-process (:mod:`benchmarks.http_load`).
 
 A full run with the defaults writes ``benchmarks/results/results.md`` and ``results.json`` (with
 the machine, the versions and the date); any other run (``--quick``: 100 and 1,000 messages,
@@ -47,6 +49,7 @@ from benchmarks import (
     conversation_cost,
     embeddings_cost,
     fact_retention,
+    http_load,
     listener_cost,
     locomo,
     retention,
@@ -230,6 +233,13 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             conversation_cost.markdown(report["conversation_cost"]),
         ]
+    if "http_load" in report:
+        parts += [
+            "",
+            "## The HTTP API under load (issue 45)",
+            "",
+            http_load.markdown(report["http_load"]),
+        ]
     return "\n".join(parts) + "\n"
 
 
@@ -242,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
     parser.add_argument("--skip", action="append", default=[],
                         choices=["speed", "retention", "locomo", "store", "listeners",
-                                 "embeddings", "cost"],
+                                 "embeddings", "cost", "http"],
                         help="repeatable")  # fmt: skip
     parser.add_argument("--out", type=Path, help="folder for results.md and results.json")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a floor fails")
@@ -300,6 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except FileNotFoundError as exc:
             report["cost_skipped"] = str(exc)
+    if "http" not in args.skip:
+        print("the HTTP API under load ...", file=sys.stderr, flush=True)
+        report["http_load"] = http_load.run(seconds=3.0 if args.quick else 10.0)
     report["seconds"] = round(time.perf_counter() - started, 1)
 
     text = markdown(report)

@@ -6,46 +6,20 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
+from benchmarks._served import Served
 from session_migrator.cli import main
 from session_migrator.server import ROUTES, Scope, Tokens, TokensError, create_app, openapi
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE, BOB, ADMIN = "alice-token-0123456789", "bob-token-0123456789ab", "admin-token-0123456789"
 TOKENS = Tokens({ALICE: Scope(user="alice"), BOB: Scope(user="bob"), ADMIN: Scope()})
-
-
-class Served:
-    """A uvicorn server in a thread (TCP on a free loopback port, or a Unix socket)."""
-
-    def __init__(self, app: Any, socket: str | None = None) -> None:
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, uds=socket, log_level="warning", lifespan="on"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.01)
-        self.url = "http://127.0.0.1"
-        if socket is None:
-            port = self.server.servers[0].sockets[0].getsockname()[1]
-            self.url = f"http://127.0.0.1:{port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
 
 
 @pytest.fixture
