@@ -20,14 +20,14 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import ConflictError, SessionNotFoundError
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls, check_pending
-from session_migrator.fitting._units import DEFAULT_SLACK, Ledger, check_slack
-from session_migrator.messages._messages import Message
+from session_migrator.fitting._units import DEFAULT_SLACK, Ledger, check_slack, stable_id
+from session_migrator.messages._messages import MARKER_KEY, Message
 from session_migrator.messages._storage_ids import storage_ids
 from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
 from session_migrator.migration._options import FitOptions
@@ -41,7 +41,10 @@ from session_migrator.summaries._summarizers import Summarizer, Summary
 if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
 
-__all__ = ["DEFAULT_SLACK", "SessionFitter"]
+__all__ = ["DEFAULT_SLACK", "FACTS_SHARE", "SessionFitter"]
+
+#: The most of a window's input the note of a user's facts takes.
+FACTS_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class _Key:
     budget_cap: int | None
     pending_tool_calls: str
     related: tuple[object, ...] = ()
+    facts: tuple[str, ...] = ()
 
 
 class SessionFitter:
@@ -79,6 +83,13 @@ class SessionFitter:
     ``embeddings``: an embedding model for hybrid recall; each message's vector is kept in the
     store (:mod:`session_migrator.recall._hybrid`).
 
+    ``user_facts``: when the session has a ``user_id`` (in ``metadata`` or in the store), the
+    plain facts the user states ("I'm vegetarian", "my daughter is allergic to peanuts", "I
+    prefer ...") are read from each appended user message and kept per user
+    (:func:`~session_migrator.store.user_facts`), and every fit of any of that user's sessions
+    sends them in a note after the system prompt, within :data:`FACTS_SHARE` of the window's
+    input (the newest facts first when not all fit). Off by default (``False``).
+
     >>> from session_migrator import Message
     >>> fitter = SessionFitter("demo", store="memory://")
     >>> fitter.append([Message("user", "hello")])
@@ -99,6 +110,7 @@ class SessionFitter:
         slack: float = DEFAULT_SLACK,
         recall_scope: RecallScope = "session",
         embeddings: Any = None,
+        user_facts: bool = False,
     ) -> None:
         self.session_id = session_id
         # a URL is opened at first use, so that constructing a fitter does no I/O (an async
@@ -117,6 +129,7 @@ class SessionFitter:
         self.recall_scope = check_scope(recall_scope)
         self.embeddings = None if embeddings is None else as_embeddings(embeddings)
         self._related: RelatedSessions | None = None
+        self.user_facts = user_facts
         self._lock = threading.RLock()
         self._messages: list[Message] = []
         self._ids: set[str] = set()
@@ -202,6 +215,11 @@ class SessionFitter:
                 if m.id not in self._ids:
                     self._ids.add(m.id)
                     self._messages.append(stored_form(m))
+            user = self._user_id() if self.user_facts else None
+            if user is not None and any(m.role == "user" for m in messages):
+                from session_migrator.store import learn_user_facts
+
+                learn_user_facts(self.store, user, messages)
 
     def clear(self) -> None:
         """Delete the session from the store and forget the cache."""
@@ -240,6 +258,8 @@ class SessionFitter:
             strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
             counter = counter or default_counter(window)
             related = self._related_sessions()
+            facts = self._facts_note(window, counter)
+            facts_cost = counter.count_message(facts) if facts is not None else 0
             key = _Key(
                 len(messages),
                 messages[-1].id if messages else None,
@@ -252,6 +272,7 @@ class SessionFitter:
                 budget_cap,
                 check_pending(pending_tool_calls),
                 _related_key(related),
+                (facts.text,) if facts is not None else (),
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -264,7 +285,7 @@ class SessionFitter:
                 reserve_output=self.reserve_output,
                 counter=counter,
                 previous_summary=previous[0] if previous else None,
-                extra_reserved=extra_reserved,
+                extra_reserved=extra_reserved + facts_cost,
                 source_model=self._previous_target(),
                 pending_tool_calls=pending_tool_calls,
                 related=related,
@@ -272,6 +293,8 @@ class SessionFitter:
                 embeddings=session_vectors(self),
             )
             result = fit_messages(ledger.messages, window, options, ledger)
+            if facts is not None:
+                result = _with_facts(result, facts, facts_cost)
             try:
                 self._persist_counts(messages, counter)
                 if result.summary is not None:
@@ -317,6 +340,39 @@ class SessionFitter:
             self.store, self.session_id, self.recall_scope, previous=self._related
         )
         return self._related
+
+    def _user_id(self) -> str | None:
+        """The session's user: its ``metadata``'s ``user_id``, else the store's."""
+        user = (self.metadata or {}).get("user_id")
+        if user is None:
+            info = self.store.get_session(self.session_id)
+            user = info.metadata.get("user_id") if info is not None else None
+        return user if isinstance(user, str) and user else None
+
+    def _facts_note(self, window: ModelWindow, counter: TokenCounter) -> Message | None:
+        """The note of the user's facts that fits in :data:`FACTS_SHARE` of ``window``'s input
+        (``None``: no user, no fact, or off)."""
+        if not self.user_facts:
+            return None
+        user = self._user_id()
+        if user is None:
+            return None
+        from session_migrator.store import user_facts
+
+        facts = [f.text for f in user_facts(self.store, user)]
+        room = int(min(window.max_input_tokens, window.context_window) * FACTS_SHARE)
+        while facts:
+            note = Message(
+                "system",
+                "[session-migrator: what this user has told you in earlier sessions]\n"
+                + "\n".join(f"- {text}" for text in facts),
+                id=stable_id("sm-facts", facts),
+                extra={MARKER_KEY: {"kind": "user_facts", "user_id": user, "facts": len(facts)}},
+            )
+            if counter.count_message(note) <= room:
+                return note
+            facts = facts[1:]  # the oldest first out
+        return None
 
     def _ledger_for(self, messages: list[Message], counter: TokenCounter) -> Ledger:
         """The ledger of ``messages`` by ``counter``, brought up to date (only the messages new
@@ -436,6 +492,17 @@ class SessionFitter:
             )
         )
         self._last_target = model
+
+
+def _with_facts(result: MigrationResult, note: Message, cost: int) -> MigrationResult:
+    """``result`` with the user's facts after its leading system messages (their room was held
+    back from the fit)."""
+    sent = result.messages
+    at = next((i for i, m in enumerate(sent) if m.role != "system"), len(sent))
+    report = result.report
+    report.tokens_after += cost
+    report.messages_after += 1
+    return replace(result, messages=[*sent[:at], note, *sent[at:]])
 
 
 def _related_key(related: RelatedSessions | None) -> tuple[object, ...]:
