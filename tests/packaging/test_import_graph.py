@@ -30,11 +30,11 @@ LAYERS = (
     "sessions",
     "importers",
     "mcp",
-    "server",  # the HTTP API (it serves the MCP layer's tools)
-    "surfaces",  # the public API (the package), the CLI, the demo, the MCP server, the adapters
+    "surfaces",  # the public API (the package), the CLI, the demo, the MCP server, the HTTP API
+    # (server/), the adapters
 )
 #: The core's folders whose layer has another name.
-FOLDERS = {"cli": "surfaces"}
+FOLDERS = {"cli": "surfaces", "server": "surfaces"}
 BASE = {"_errors", "_config", "_redact", "_deadline", "_digest_memo", "_version"}
 PACKAGES = {
     "session_migrator": ROOT / "shared" / "session_migrator",

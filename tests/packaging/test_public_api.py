@@ -46,6 +46,8 @@ PUBLIC = {
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",
         "SessionInfo", "SessionStore", "StoredSummary", "Usage", "arelated_sessions", "open_store",
         "related_sessions", "usage",
+        # a user's facts across sessions (docs/memory.md)
+        "UserFact", "delete_user_fact", "learn_user_facts", "set_user_fact", "user_facts",
     ],
     "session_migrator.importers": [
         "FORMATS", "ImportResult", "PLACEHOLDER_RESULT", "find_session_files",

@@ -157,10 +157,15 @@ def test_the_public_surface_is_pinned() -> None:
         "SessionStore",
         "StoredSummary",
         "Usage",
+        "UserFact",
         "arelated_sessions",
+        "delete_user_fact",
+        "learn_user_facts",
         "open_store",
         "related_sessions",
+        "set_user_fact",
         "usage",
+        "user_facts",
     ]
     for name in store_package.__all__:
         assert getattr(store_package, name).__module__.startswith("session_migrator.store.")

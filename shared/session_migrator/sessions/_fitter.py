@@ -36,14 +36,15 @@ from session_migrator.models._windows import ModelWindow
 from session_migrator.recall._embeddings import as_embeddings, session_vectors
 from session_migrator.recall._related import RecallScope, RelatedSessions, check_scope
 from session_migrator.sessions._compactor import Compactor
-from session_migrator.sessions._keys import FitKey, related_key
+from session_migrator.sessions._facts import FACTS_SHARE, facts_note, with_facts
+from session_migrator.sessions._keys import FitKey, log_migration, related_key
 from session_migrator.summaries._ahead import Ahead
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
 if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
 
-__all__ = ["DEFAULT_SLACK", "SessionFitter"]
+__all__ = ["DEFAULT_SLACK", "FACTS_SHARE", "SessionFitter"]
 
 
 class SessionFitter:
@@ -71,6 +72,13 @@ class SessionFitter:
     that no fit waits for the summarizer (:mod:`session_migrator.sessions._compactor`);
     :meth:`compact` writes the one asked for now, for a scheduler.
 
+    ``user_facts``: when the session has a ``user_id`` (in ``metadata`` or in the store), the
+    plain facts the user states ("I'm vegetarian", "my daughter is allergic to peanuts", "I
+    prefer ...") are read from each appended user message and kept per user
+    (:func:`~session_migrator.store.user_facts`), and every fit of any of that user's sessions
+    sends them in a note after the system prompt, within :data:`FACTS_SHARE` of the window's
+    input (the newest facts first when not all fit). Off by default (``False``).
+
     >>> from session_migrator import Message
     >>> fitter = SessionFitter("demo", store="memory://")
     >>> fitter.append([Message("user", "hello")])
@@ -92,6 +100,7 @@ class SessionFitter:
         recall_scope: RecallScope = "session",
         embeddings: Any = None,
         compactor: Compactor | bool | None = None,
+        user_facts: bool = False,
     ) -> None:
         self.session_id = session_id
         # a URL is opened at first use, so that constructing a fitter does no I/O (an async
@@ -118,6 +127,7 @@ class SessionFitter:
             Compactor.default() if compactor is True else compactor or None
         )
         self._related: RelatedSessions | None = None
+        self.user_facts = user_facts
         self._lock = threading.RLock()
         self._messages: list[Message] = []
         self._ids: set[str] = set()
@@ -205,6 +215,11 @@ class SessionFitter:
                 if m.id not in self._ids:
                     self._ids.add(m.id)
                     self._messages.append(stored_form(m))
+            user = self._user_id() if self.user_facts else None
+            if user is not None and any(m.role == "user" for m in messages):
+                from session_migrator.store import learn_user_facts
+
+                learn_user_facts(self.store, user, messages)
 
     def clear(self) -> None:
         """Delete the session from the store and forget the cache."""
@@ -243,6 +258,8 @@ class SessionFitter:
             strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
             counter = counter or default_counter(window)
             related = self._related_sessions()
+            facts = self._facts_note(window, counter)
+            facts_cost = counter.count_message(facts) if facts is not None else 0
             key = FitKey(
                 len(messages),
                 messages[-1].id if messages else None,
@@ -256,6 +273,7 @@ class SessionFitter:
                 check_pending(pending_tool_calls),
                 related_key(related),
                 self._ahead.written if self._ahead is not None else 0,
+                (facts.text,) if facts is not None else (),
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -268,7 +286,7 @@ class SessionFitter:
                 reserve_output=self.reserve_output,
                 counter=counter,
                 previous_summary=previous[0] if previous else None,
-                extra_reserved=extra_reserved,
+                extra_reserved=extra_reserved + facts_cost,
                 source_model=self._previous_target(),
                 pending_tool_calls=pending_tool_calls,
                 related=related,
@@ -276,6 +294,8 @@ class SessionFitter:
                 embeddings=session_vectors(self),
             )
             result = fit_messages(ledger.messages, window, options, ledger)
+            if facts is not None:
+                result = with_facts(result, facts, facts_cost)
             try:
                 self._persist_counts(messages, counter)
                 if result.summary is not None:
@@ -315,10 +335,7 @@ class SessionFitter:
         """Background compaction here: ``state`` (``off``, ``idle``, ``pending``, ``ready``,
         ``failed: ...``, ``cancelled``), ``written`` ahead, the last one's ``seconds``."""
         ahead = self._ahead
-        if ahead is None:
-            return {"state": "off", "written": 0, "seconds": 0.0}
-        with ahead.lock:
-            return {"state": ahead.state, "written": ahead.written, "seconds": ahead.seconds}
+        return {"state": "off", "written": 0, "seconds": 0.0} if ahead is None else ahead.status()
 
     async def afit(
         self,
@@ -351,6 +368,19 @@ class SessionFitter:
             self.store, self.session_id, self.recall_scope, previous=self._related
         )
         return self._related
+
+    def _user_id(self) -> str | None:
+        """The session's user: its ``metadata``'s ``user_id``, else the store's."""
+        user = (self.metadata or {}).get("user_id")
+        if user is None:
+            info = self.store.get_session(self.session_id)
+            user = info.metadata.get("user_id") if info is not None else None
+        return user if isinstance(user, str) and user else None
+
+    def _facts_note(self, window: ModelWindow, counter: TokenCounter) -> Message | None:
+        """The note of the user's facts (``None``: no user, no fact, or off)."""
+        user = self._user_id() if self.user_facts else None
+        return None if user is None else facts_note(self.store, user, window, counter)
 
     def _ledger_for(self, messages: list[Message], counter: TokenCounter) -> Ledger:
         """The ledger of ``messages`` by ``counter``, brought up to date (only the messages new
@@ -455,22 +485,8 @@ class SessionFitter:
         return self._last_target
 
     def _log(self, model: str, result: MigrationResult) -> None:
-        from session_migrator.store import MigrationRecord
-
         previous = self._previous_target()
         if previous == model or not self._messages:
             return  # nothing moved (an empty session has nothing to log either)
-        report = result.report
-        self.store.log_migration(
-            MigrationRecord(
-                session_id=self.session_id,
-                from_model=previous,
-                to_model=model,
-                tokens_before=report.tokens_before,
-                tokens_after=report.tokens_after,
-                budget=report.budget,
-                strategy=report.strategy,
-                decision=report.decision,
-            )
-        )
+        log_migration(self.store, self.session_id, previous, model, result.report)
         self._last_target = model

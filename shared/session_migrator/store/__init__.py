@@ -15,6 +15,13 @@ test suite. :func:`usage` shows how much of a model's input budget a session tak
 """
 
 from session_migrator.store._base import BaseSessionStore
+from session_migrator.store._facts import (
+    UserFact,
+    delete_user_fact,
+    learn_user_facts,
+    set_user_fact,
+    user_facts,
+)
 from session_migrator.store._open import open_store
 from session_migrator.store._protocol import SessionStore
 from session_migrator.store._related import arelated_sessions, related_sessions
@@ -36,8 +43,13 @@ __all__ = [
     "SessionStore",
     "StoredSummary",
     "Usage",
+    "UserFact",
     "arelated_sessions",
+    "delete_user_fact",
+    "learn_user_facts",
     "open_store",
     "related_sessions",
+    "set_user_fact",
     "usage",
+    "user_facts",
 ]

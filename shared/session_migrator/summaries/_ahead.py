@@ -19,6 +19,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from session_migrator.messages._messages import Message
 from session_migrator.summaries._summarizers import Summary
@@ -81,6 +82,11 @@ class Ahead:
     #: the key of the plan a compactor is writing now (``None``: none)
     running: tuple[str, str, int] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def status(self) -> dict[str, Any]:
+        """``state``, summaries ``written`` ahead, and the last one's ``seconds``."""
+        with self.lock:
+            return {"state": self.state, "written": self.written, "seconds": self.seconds}
 
     def want(self, plan: Plan) -> None:
         """Ask for ``plan`` (unless its summary is ready already)."""

@@ -1,0 +1,135 @@
+"""A user's facts and preferences, kept per user in any store.
+
+The facts of the user ``U`` are kept in the metadata of one message-less session,
+``session-migrator:facts:U`` in the workspace :data:`FACTS_WORKSPACE`, whose ``user_id`` is
+``U``: every backend keeps them (SQLite, PostgreSQL, Redis, memory), the user's other sessions
+never list it as one to recall from (it holds no message), and ``erase_user(U)`` erases it with
+the rest of the user's data.
+
+Each fact is kept with its source message's id and date; a later fact with the same key
+replaces the earlier one (see :mod:`session_migrator.summaries._facts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from session_migrator.messages._messages import Message
+from session_migrator.store._protocol import SyncSessionStore
+from session_migrator.summaries._facts import extract_facts
+
+__all__ = [
+    "FACTS_WORKSPACE",
+    "UserFact",
+    "delete_user_fact",
+    "learn_user_facts",
+    "set_user_fact",
+    "user_facts",
+]
+
+FACTS_WORKSPACE = "session-migrator:facts"
+
+
+@dataclass(frozen=True)
+class UserFact:
+    """One fact of a user: ``key`` (what it is about), ``text``, the id of the message it was
+    read from (``None``: set by hand) and when it was stated."""
+
+    key: str
+    text: str
+    source_id: str | None
+    stated_at: datetime | None
+
+
+def _session(user_id: str) -> str:
+    if not user_id:
+        raise ValueError(f"user_id must be a non-empty string, got {user_id!r}")
+    return f"session-migrator:facts:{user_id}"
+
+
+def _raw(store: SyncSessionStore, user_id: str) -> dict[str, dict[str, Any]]:
+    info = store.get_session(_session(user_id))
+    facts = info.metadata.get("facts") if info is not None else None
+    return dict(facts) if isinstance(facts, Mapping) else {}
+
+
+def _write(store: SyncSessionStore, user_id: str, facts: Mapping[str, dict[str, Any]]) -> None:
+    sid = _session(user_id)
+    metadata = {"user_id": user_id, "facts": dict(facts)}
+    if store.get_session(sid) is None:
+        store.append(sid, [], workspace=FACTS_WORKSPACE, metadata=metadata)
+    store.set_metadata(sid, metadata)
+
+
+def user_facts(store: SyncSessionStore, user_id: str) -> list[UserFact]:
+    """The facts kept for ``user_id``, oldest statement first.
+
+    >>> from session_migrator.store import open_store
+    >>> store = open_store("memory://")
+    >>> _ = set_user_fact(store, "ann", "diet", "I'm vegetarian.")
+    >>> [f.text for f in user_facts(store, "ann")]
+    ["I'm vegetarian."]
+    """
+    out = []
+    for key, row in _raw(store, user_id).items():
+        when = row.get("stated_at")
+        out.append(
+            UserFact(
+                key,
+                str(row.get("text", "")),
+                row.get("source_id"),
+                datetime.fromisoformat(when) if isinstance(when, str) else None,
+            )
+        )
+    return sorted(out, key=lambda f: f.stated_at or datetime.min.replace(tzinfo=UTC))
+
+
+def set_user_fact(
+    store: SyncSessionStore,
+    user_id: str,
+    key: str,
+    text: str,
+    *,
+    source_id: str | None = None,
+    stated_at: datetime | None = None,
+) -> UserFact:
+    """Keep (or replace) ``user_id``'s fact ``key``."""
+    if not key.strip() or not text.strip():
+        raise ValueError("a user fact needs a non-empty key and text")
+    when = stated_at or datetime.now(UTC)
+    facts = _raw(store, user_id)
+    facts[key] = {"text": text, "source_id": source_id, "stated_at": when.isoformat()}
+    _write(store, user_id, facts)
+    return UserFact(key, text, source_id, when)
+
+
+def delete_user_fact(store: SyncSessionStore, user_id: str, key: str) -> bool:
+    """Forget ``user_id``'s fact ``key``; ``False`` when there was none."""
+    facts = _raw(store, user_id)
+    if facts.pop(key, None) is None:
+        return False
+    _write(store, user_id, facts)
+    return True
+
+
+def learn_user_facts(
+    store: SyncSessionStore, user_id: str, messages: Iterable[Message]
+) -> list[UserFact]:
+    """Read the facts the user's ``messages`` state (by rules, offline) and keep them; a later
+    statement replaces an earlier one about the same thing. Returns the facts learnt."""
+    facts = _raw(store, user_id)
+    learnt: list[UserFact] = []
+    for m in messages:
+        if m.role != "user" or m.marker is not None:
+            continue
+        for fact in extract_facts(m.text):
+            when = m.timestamp or datetime.now(UTC)
+            facts.pop(fact.key, None)
+            facts[fact.key] = {"text": fact.text, "source_id": m.id, "stated_at": when.isoformat()}
+            learnt.append(UserFact(fact.key, fact.text, m.id, when))
+    if learnt:
+        _write(store, user_id, facts)
+    return learnt
