@@ -80,6 +80,9 @@ def test_append_fit_usage_list_as_a_user(serve: Callable[..., Served]) -> None:
         ).json()
         assert with_tools["decision"] == "compressed"
         assert with_tools["report"]["reserved_output"] == 1_000
+        migrated = client.post("/v1/migrate", json={"model": "gpt-4", "messages": _turns(200)})
+        assert migrated.json()["decision"] == "compressed"
+        assert client.get("/v1/sessions").json()["count"] == 1  # (nothing stored)
         usage = client.get("/v1/sessions/trip/usage", params={"model": "gpt-4o"}).json()
         assert usage["messages"] == 401
         assert usage["fits"] is True

@@ -110,6 +110,12 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("DELETE", "/v1/sessions/{session_id}", "Delete a session.", "delete"),
     RouteSpec(
         "POST",
+        "/v1/migrate",
+        "Messages given in the body fitted to a model (nothing stored).",
+        "migrate",
+    ),
+    RouteSpec(
+        "POST",
         "/v1/erase",
         "Erase every session of the token's user (or of a user, unscoped).",
         "erase",
@@ -302,6 +308,22 @@ class _Api:
     def delete(self, call: _Call, scope: Scope) -> dict[str, Any]:
         self.owned(scope, call.session_id)
         return {"deleted": self.tools.store.delete_session(call.session_id)}
+
+    def migrate(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        body = call.body
+        model = body.get("model")
+        messages = body.get("messages")
+        if not isinstance(model, str) or not isinstance(messages, list):
+            raise Problem(400, "Bad request", 'the body is {"model": "gpt-4o", "messages": [...]}')
+        with _http_remedy():
+            return self.tools.migrate_session(
+                messages,
+                model,
+                strategy=body.get("strategy", "auto"),
+                query=body.get("query"),
+                reserve_output_tokens=body.get("reserve_output_tokens"),
+                context_window=body.get("context_window"),
+            )
 
     def erase(self, call: _Call, scope: Scope) -> dict[str, Any]:
         user = scope.user if scope.user is not None else call.body.get("user_id")

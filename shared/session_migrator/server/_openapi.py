@@ -31,8 +31,16 @@ _BODY = {
         "max_output_tokens": {"type": "integer"},
     },
     "erase": {"user_id": {"type": "string"}},
+    "migrate": {
+        "model": {"type": "string"},
+        "messages": {"type": "array", "items": {"type": "object"}},
+        "strategy": {"type": "string", "enum": ["auto", "trim", "summarize", "recall"]},
+        "query": {"type": "string"},
+        "reserve_output_tokens": {"type": "integer"},
+        "context_window": {"type": "integer"},
+    },
 }
-_REQUIRED = {"append": ["messages"], "build_outbound": ["model"]}
+_REQUIRED = {"append": ["messages"], "build_outbound": ["model"], "migrate": ["model", "messages"]}
 
 
 def openapi() -> dict[str, Any]:
