@@ -18,7 +18,7 @@ class Served:
 
     def __init__(self, app: Any, socket: str | None = None) -> None:
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, uds=socket, log_level="warning", lifespan="on"
+            app, host="127.0.0.1", port=0, uds=socket, log_level="warning", lifespan="on", ws="none"
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -73,7 +73,7 @@ def run_serve(args: argparse.Namespace) -> int:
     where = args.socket or f"http://{args.host}:{args.port}"
     print(f"session-migrator HTTP API on {where} ({len(tokens)} token(s))", file=sys.stderr)
     if args.socket:
-        uvicorn.run(app, uds=args.socket, log_level="warning")
+        uvicorn.run(app, uds=args.socket, log_level="warning", ws="none")
     else:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", ws="none")
     return 0
