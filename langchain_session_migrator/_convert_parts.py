@@ -146,18 +146,20 @@ def with_cache_breakpoint(messages: list[Any], through: str | None) -> list[Any]
     message whose content holds no text block, or an id not found, leaves them as they are."""
     if through is None:
         return messages
-    for k in range(len(messages) - 1, -1, -1):
-        message = messages[k]
-        if message.id != through:
-            continue
-        content = message.content
-        blocks: list[Any] = (
-            [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        )
-        if not blocks or not isinstance(blocks[-1], dict) or blocks[-1].get("type") != "text":
-            return messages
-        if isinstance(content, str) and not content:
-            return messages  # (an empty text block is refused)
-        blocks[-1] = {**blocks[-1], "cache_control": dict(CACHE_CONTROL)}
-        return [*messages[:k], message.model_copy(update={"content": blocks}), *messages[k + 1 :]]
-    return messages
+    at = next((k for k in range(len(messages) - 1, -1, -1) if messages[k].id == through), None)
+    return messages if at is None else cache_breakpoint_at(messages, at)
+
+
+def cache_breakpoint_at(messages: list[Any], at: int) -> list[Any]:
+    """``messages`` with the breakpoint on message ``at`` (see :func:`with_cache_breakpoint`)."""
+    message = messages[at]
+    content = message.content
+    blocks: list[Any] = (
+        [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    )
+    if not blocks or not isinstance(blocks[-1], dict) or blocks[-1].get("type") != "text":
+        return messages
+    if isinstance(content, str) and not content:
+        return messages  # (an empty text block is refused)
+    blocks[-1] = {**blocks[-1], "cache_control": dict(CACHE_CONTROL)}
+    return [*messages[:at], message.model_copy(update={"content": blocks}), *messages[at + 1 :]]

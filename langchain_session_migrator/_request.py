@@ -34,6 +34,7 @@ from langchain_session_migrator._convert import (
     message_to_core,
     messages_to_core,
 )
+from langchain_session_migrator._convert_parts import cache_breakpoint_at
 from session_migrator import (
     TOKENS_PER_TOOL,
     Compressor,
@@ -253,9 +254,21 @@ class RequestFitter:
             output_parameter=output_parameter,
             provider=provider,
         )
+        anthropic = provider == "anthropic" and fit.report.stable_through is not None
         if not fit.changed:
-            return None
-        return _rebuild(fit.messages, core, originals, system)
+            if not anthropic or not originals:
+                return None
+            # it fits: Anthropic reads its cache up to a mark, so the end of the request is one
+            return system, cache_breakpoint_at(originals, len(originals) - 1)
+        head, rest = _rebuild(fit.messages, core, originals, system)
+        through = fit.report.stable_through
+        if anthropic:
+            # Anthropic reads its cache up to a mark: one where the next request starts to differ
+            at = next((k for k, m in enumerate(fit.messages) if m.id == through), None)
+            offset = 1 if head is not None else 0
+            if at is not None and at >= offset:
+                rest = cache_breakpoint_at(rest, at - offset)
+        return head, rest
 
     def _to_core(self, messages: list[BaseMessage]) -> list[Message]:
         """The core messages, reusing the conversion of objects seen in earlier calls (and so

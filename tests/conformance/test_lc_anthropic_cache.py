@@ -103,3 +103,28 @@ def test_without_a_breakpoint_nothing_is_read(anthropic_api: AnthropicEmulator) 
     requests = _converse(anthropic_api, history)
     read, _ = _shares(requests)
     assert read == 0.0
+
+
+def test_the_guard_marks_where_the_cache_can_read(anthropic_api: AnthropicEmulator) -> None:
+    """``FitToModel(ChatAnthropic(...))`` given the whole conversation at every call (as a chat
+    app that keeps its own list does): past the budget, the guard keeps the conversation's
+    stable cut and marks its end; the emulator reads most of each prompt from its cache."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    from langchain_session_migrator import FitToModel
+
+    model = ChatAnthropic(model=MODEL, base_url=anthropic_api.url, api_key="test", max_tokens=1_000)  # type: ignore[call-arg]
+    guard = FitToModel(model, models={MODEL: WINDOW})
+    conversation: list[Any] = [SystemMessage("You are a logistics assistant.")]
+    for n in range(TURNS):
+        reply = f"Order {n} leaves the north warehouse on day {n % 7}; dock {n % 5}. " * 3
+        anthropic_api.script(Text(reply))
+        conversation.append(HumanMessage(f"Where is order {n} now?", id=f"h{n}"))
+        answer = guard.invoke(conversation)
+        conversation.append(AIMessage(answer.content, id=f"a{n}"))
+    assert not anthropic_api.refusals
+    assert guard.last_report is not None
+    assert guard.last_report.decision == "compressed"
+    read, past = _shares(anthropic_api.accepted)
+    assert past > 0.5
+    assert read >= 0.6, f"only {read:.2f} of the prompt read from the cache"
