@@ -115,6 +115,17 @@ def test_messages_keep_their_source_times(fixtures: Path) -> None:
         "2026-02-18T11:30:25.811Z",
         "2026-02-18T11:30:31.004Z",
     ]
+    # and each message carries its time, which the store keeps (not the import's)
+    from session_migrator.store import open_store
+
+    assert [m.timestamp.isoformat() if m.timestamp else None for m in msgs][:2] == [
+        "2026-02-18T11:30:21.796000+00:00",
+        "2026-02-18T11:30:24.575000+00:00",
+    ]
+    store = open_store("memory://")
+    store.append(result.session.id, msgs)
+    stored = store.load(result.session.id)
+    assert [m.timestamp for m in stored] == [m.timestamp for m in msgs]
 
 
 def test_the_chain_may_run_through_the_sibling_branch(

@@ -165,3 +165,7 @@ def test_messages_keep_their_source_times(fixtures: Path) -> None:
     first_prompt = next(m for m in msgs if m.role == "user")
     assert times[first_prompt.id] == "2026-03-02T09:14:11Z"  # the event's line
     assert list(times.values()) == sorted(times.values())
+    # each message carries its time: the store keeps when it was said, not the import's
+    assert first_prompt.timestamp is not None
+    assert first_prompt.timestamp.isoformat() == "2026-03-02T09:14:11+00:00"
+    assert all(m.timestamp is not None for m in msgs)

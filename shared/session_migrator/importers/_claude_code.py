@@ -44,6 +44,7 @@ from session_migrator.importers._common import (
     ImportResult,
     Record,
     Stats,
+    dated,
     file_refused_if_odd,
     image_part,
     line_skipped_if_odd,
@@ -119,6 +120,7 @@ def import_claude_code(
         metadata = reader.metadata(path, source_id)
         if times := reader.conversation.timestamps(messages):
             metadata[TIMESTAMPS_KEY] = times
+            messages = dated(messages, times)
     if agent is not None:
         metadata.update(parent_session_id=source_id, agent_id=agent)
         call = _spawning_call(path, source_id, agent)

@@ -41,6 +41,7 @@ from session_migrator.importers._common import (
     ImportResult,
     Record,
     Stats,
+    dated,
     file_refused_if_odd,
     image_part,
     line_skipped_if_odd,
@@ -113,6 +114,7 @@ def import_codex(
         metadata = reader.metadata(path, source_id)
         if times := reader.conversation.timestamps(messages):
             metadata[TIMESTAMPS_KEY] = times
+            messages = dated(messages, times)
     if not messages:
         stats.warnings.append("no messages in this session")
     return ImportResult(

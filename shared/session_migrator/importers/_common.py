@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
     "ImportResult",
     "Record",
     "Stats",
+    "dated",
     "file_refused_if_odd",
     "line_skipped_if_odd",
     "read_jsonl",
@@ -426,3 +428,28 @@ def file_refused_if_odd(path: Path) -> Iterator[None]:
             f"{path}: an entry has a shape this importer does not know "
             f"({type(exc).__name__}: {exc}); nothing was imported from this file"
         ) from exc
+
+
+def _when(text: str) -> datetime | None:
+    """An ISO 8601 time as the agents write it (``...Z`` or an offset), aware; else ``None``."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def dated(messages: list[Message], times: Mapping[str, str]) -> list[Message]:
+    """``messages`` with the times the source file gives them (``times``: by message id), so
+    that the store keeps when each was said, not when it was imported: a message the file gives
+    no time has the time of the message before it (the first ones, of the first one given)."""
+    parsed = {k: w for k, v in times.items() if (w := _when(v)) is not None}
+    if not parsed:
+        return messages
+    first = next(parsed[m.id] for m in messages if m.id in parsed)
+    out: list[Message] = []
+    current = first
+    for m in messages:
+        current = parsed.get(m.id, current)
+        out.append(m if m.timestamp is not None else m.replace(timestamp=current))
+    return out
