@@ -22,6 +22,7 @@ from session_migrator._errors import (
 from session_migrator._redact import redact_secrets
 from session_migrator._version import __version__
 from session_migrator.cli import (
+    _handoff_cmd,
     _import_cmd,
     _mcp_cmd,
     _migrate_cmd,
@@ -31,7 +32,15 @@ from session_migrator.cli import (
 )
 from session_migrator.cli._common import TOO_DEEP, UNKNOWN_MODEL_REMEDY, CliError
 
-_COMMANDS = (_models_cmd, _migrate_cmd, _import_cmd, _mcp_cmd, _serve_cmd, _sessions_cmd)
+_COMMANDS = (
+    _models_cmd,
+    _migrate_cmd,
+    _import_cmd,
+    _handoff_cmd,
+    _mcp_cmd,
+    _serve_cmd,
+    _sessions_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

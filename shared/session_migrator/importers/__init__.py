@@ -1,4 +1,5 @@
-"""Importers for agent session files: Codex CLI rollouts and Claude Code sessions.
+"""Importers for agent session files: Codex CLI rollouts and Claude Code sessions; and the
+writer of Claude Code's own session files (:func:`write_claude_code`), for a handoff.
 
 Each importer reads one file into an :class:`ImportResult` whose ``session`` holds core
 :class:`~session_migrator.Message` objects with tool calls paired to their results, stable ids
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from session_migrator._errors import ImportFormatError
 from session_migrator.importers._claude_code import import_claude_code
+from session_migrator.importers._claude_code_writer import claude_project_dir, write_claude_code
 from session_migrator.importers._codex import import_codex
 from session_migrator.importers._common import PLACEHOLDER_RESULT, ImportResult
 
@@ -26,10 +28,12 @@ __all__ = [
     "FORMATS",
     "PLACEHOLDER_RESULT",
     "ImportResult",
+    "claude_project_dir",
     "find_session_files",
     "import_claude_code",
     "import_codex",
     "import_file",
+    "write_claude_code",
 ]
 
 Importer = Callable[..., ImportResult]

@@ -1,0 +1,154 @@
+"""Writing a session as Claude Code keeps its own: ``~/.claude/projects/<project>/<id>.jsonl``,
+so that ``claude --resume <id>`` (run in the session's working directory) continues it.
+
+Each message becomes an entry as Claude Code writes them: ``user`` and ``assistant`` entries
+chained by ``uuid`` and ``parentUuid``, with the ``sessionId``, ``cwd``, ``gitBranch``,
+``version`` and ``timestamp`` of the session, and an Anthropic ``message``: an assistant's tool
+calls as ``tool_use`` blocks, each result as a ``tool_result`` block of the user entry after it
+(the calls stay paired). The system prompt and the library's notes (a summary of what was cut)
+are a first user entry the model reads, as Claude Code's own compaction summary is. The
+project folder is the working directory with every character that is not a letter or a digit
+replaced by ``-`` (``/home/dev/api`` -> ``-home-dev-api``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from session_migrator.messages._messages import Message
+
+__all__ = ["CLAUDE_CODE_VERSION", "claude_code_entries", "claude_project_dir", "write_claude_code"]
+
+#: The Claude Code version the entries say they were written by (a 2.1 release's format).
+CLAUDE_CODE_VERSION = "2.1.0"
+
+
+def claude_project_dir(home: Path, cwd: str) -> Path:
+    """Where Claude Code keeps the sessions of working directory ``cwd`` under ``home``."""
+    return home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def _stamp(message: Message, fallback: datetime) -> str:
+    when = message.timestamp or fallback
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def claude_code_entries(
+    messages: Sequence[Message],
+    session_id: str,
+    *,
+    cwd: str,
+    git_branch: str = "",
+    model: str = "claude-sonnet-4-5",
+) -> list[dict[str, Any]]:
+    """The entries of a Claude Code session file holding ``messages`` (see the module
+    docstring)."""
+    now = datetime.now(UTC)
+    entries: list[dict[str, Any]] = []
+    parent: str | None = None
+    common = {
+        "sessionId": session_id,
+        "cwd": cwd,
+        "gitBranch": git_branch,
+        "version": CLAUDE_CODE_VERSION,
+        "userType": "external",
+        "isSidechain": False,
+    }
+
+    def add(kind: str, message: dict[str, Any], source: Message) -> None:
+        nonlocal parent
+        entry_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{source.id}/{len(entries)}"))
+        entries.append(
+            {
+                "parentUuid": parent,
+                **common,
+                "type": kind,
+                "message": message,
+                "uuid": entry_id,
+                "timestamp": _stamp(source, now),
+            }
+        )
+        parent = entry_id
+
+    leading: list[str] = []
+    results: list[dict[str, Any]] = []
+    result_of: Message | None = None
+    for m in messages:
+        if m.role == "system":
+            leading.append(m.text)
+            continue
+        if leading:
+            add("user", {"role": "user", "content": "\n\n".join(leading)}, m)
+            leading = []
+        if m.role == "tool":
+            results.append(
+                {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.text}
+            )
+            result_of = m
+            continue
+        if results and result_of is not None:
+            add("user", {"role": "user", "content": results}, result_of)
+            results, result_of = [], None
+        if m.role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if m.text:
+                blocks.append({"type": "text", "text": m.text})
+            for call in m.tool_calls:
+                try:
+                    arguments = json.loads(call.arguments or "{}")
+                except ValueError:
+                    arguments = {"arguments": call.arguments}
+                blocks.append(
+                    {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
+                )
+            message_id = "msg_" + uuid.uuid5(uuid.NAMESPACE_URL, m.id).hex[:24]
+            add(
+                "assistant",
+                {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": blocks or [{"type": "text", "text": ""}],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                },
+                m,
+            )
+        else:
+            add("user", {"role": "user", "content": m.text}, m)
+    if results and result_of is not None:
+        add("user", {"role": "user", "content": results}, result_of)
+    if leading:
+        add("user", {"role": "user", "content": "\n\n".join(leading)}, messages[-1])
+    return entries
+
+
+def write_claude_code(
+    messages: Sequence[Message],
+    *,
+    home: Path,
+    cwd: str,
+    git_branch: str = "",
+    session_id: str | None = None,
+    model: str = "claude-sonnet-4-5",
+) -> tuple[str, Path]:
+    """Write ``messages`` as a Claude Code session under ``home`` for working directory
+    ``cwd``; its id and path (``claude --resume <id>`` in ``cwd`` continues it)."""
+    sid = session_id or str(uuid.uuid4())
+    folder = claude_project_dir(home, cwd)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{sid}.jsonl"
+    entries = claude_code_entries(messages, sid, cwd=cwd, git_branch=git_branch, model=model)
+    path.write_text(
+        "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries), encoding="utf-8"
+    )
+    return sid, path
