@@ -4,6 +4,7 @@ with its messages, tool pairs, times, working directory and branch."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def test_a_codex_session_continues_in_claude_code(
     assert all(e["cwd"] == cwd for e in entries)
     # one chain from the first entry to the last, as Claude Code resumes it
     assert entries[0]["parentUuid"] is None
-    assert all(b["parentUuid"] == a["uuid"] for a, b in zip(entries, entries[1:], strict=False))
+    assert all(b["parentUuid"] == a["uuid"] for a, b in itertools.pairwise(entries))
     back = import_claude_code(written)
     assert back.warnings == []
     original = [m for m in source.session.messages if m.role != "system"]
