@@ -45,7 +45,7 @@ import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from session_migrator._errors import MissingDependencyError, SessionMigratorError
 from session_migrator._version import __version__
@@ -389,11 +389,30 @@ def build_server(
         message count, creation and last update time, metadata."""
         return call(tools.session_list, workspace, offset, limit)
 
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
+    def handoff_session(
+        path: Annotated[str, Field(min_length=1, description="A Codex or Claude Code .jsonl.")],
+        to: Annotated[Literal["claude-code"], Field(description="The agent to continue in.")],
+        model: Model,
+        home: Annotated[
+            str | None, Field(description="The home folder to write under (default: ~).")
+        ] = None,
+        cwd: Annotated[
+            str | None, Field(description="The working directory (default: the session's).")
+        ] = None,
+    ) -> Annotated[CallToolResult, out.HandoffAnswer]:
+        """Continue a coding agent's session in another agent on a model: fitted to the
+        model's window and written where that agent looks for its sessions; answers the
+        command that resumes it."""
+        return call(tools.handoff_session, path, to, model, home, cwd)
+
     return server
 
 
 def summary(tool: str, data: dict[str, Any]) -> str:
     """The one line of text beside a tool's structured answer (which carries everything)."""
+    if "command" in data:
+        return f"wrote {data['path']}; resume it with: {data['command']}"
     if "decision" in data:
         page = data.get("page") or {}
         line = (

@@ -50,9 +50,9 @@ PUBLIC = {
         "UserFact", "delete_user_fact", "learn_user_facts", "set_user_fact", "user_facts",
     ],
     "session_migrator.importers": [
-        "FORMATS", "ImportResult", "PLACEHOLDER_RESULT", "claude_project_dir",
-        "find_session_files", "import_claude_code", "import_codex", "import_file",
-        "write_claude_code",
+        "FORMATS", "Handoff", "ImportResult", "PLACEHOLDER_RESULT", "TARGETS",
+        "claude_project_dir", "find_session_files", "handoff", "import_claude_code",
+        "import_codex", "import_file", "write_claude_code",
     ],
 }  # fmt: skip
 

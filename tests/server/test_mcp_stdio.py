@@ -25,6 +25,7 @@ TOOLS = {
     "session_context",
     "session_usage",
     "session_list",
+    "handoff_session",
 }
 
 
@@ -332,3 +333,34 @@ async def test_lone_surrogates_are_served_as_replacement_characters(
     with open_store(store) as opened:
         stored = opened.load("s")
     assert stored[-1].text == "What is the lockers code? \udfff"
+
+
+async def test_handoff_session_writes_a_claude_code_session(
+    connect: Connect, tmp_path: Path
+) -> None:
+    codex = next(
+        (Path(__file__).resolve().parents[1] / "importers" / "fixtures" / "codex_current").rglob(
+            "rollout-*.jsonl"
+        )
+    )
+    async with connect() as session:
+        done = _ok(
+            await session.call_tool(
+                "handoff_session",
+                {"path": str(codex), "to": "claude-code", "model": "claude-sonnet-4-5",
+                 "home": str(tmp_path)},
+            )
+        )  # fmt: skip
+        missing = _error(
+            await session.call_tool(
+                "handoff_session",
+                {"path": str(tmp_path / "nope.jsonl"), "to": "claude-code", "model": "gpt-4o"},
+            )
+        )
+    assert Path(done["path"]).is_file()
+    assert Path(done["path"]).is_relative_to(tmp_path / ".claude" / "projects")
+    assert done["command"].endswith(
+        f"claude --resume {done['session_id']} --model claude-sonnet-4-5"
+    )
+    assert done["messages"] == done["source_messages"]
+    assert "no session file" in missing

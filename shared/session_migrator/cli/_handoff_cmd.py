@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from session_migrator._errors import ImportFormatError
 from session_migrator.cli._common import CliError
-from session_migrator.importers import FORMATS, import_file, write_claude_code
-
-TARGETS = ("claude-code",)
+from session_migrator.importers import FORMATS, TARGETS, handoff
 
 
 def register(sub: Any) -> None:
@@ -38,38 +37,23 @@ def register(sub: Any) -> None:
 
 
 def run_handoff(args: argparse.Namespace) -> int:
-    from session_migrator.migration._migrate import migrate
-
-    path = Path(args.path).expanduser()
-    if not path.is_file():
-        raise CliError(f"no session file at {str(path)!r}: give the path of a .jsonl session")
-    result = None
-    errors: list[str] = []
-    for kind in [args.source] if args.source else list(FORMATS):
-        try:
-            result = import_file(kind, path)
-            break
-        except Exception as exc:  # the other format may read it
-            errors.append(f"{kind}: {exc}")
-    if result is None:
-        raise CliError(f"cannot read {str(path)!r} as a session file ({'; '.join(errors)})")
-    session = result.session
-    fitted = migrate(list(session.messages), args.model, source_model=result.source_model)
-    cwd = args.cwd or session.metadata.get("cwd") or str(Path.cwd())
-    branch = session.metadata.get("git_branch") or ""
-    sid, written = write_claude_code(
-        fitted.messages,
-        home=args.home,
-        cwd=str(cwd),
-        git_branch=str(branch),
-        session_id=args.session_id,
-        model=args.model,
-    )
-    report = fitted.report
+    try:
+        done = handoff(
+            args.path,
+            to=args.to,
+            model=args.model,
+            home=args.home,
+            cwd=args.cwd,
+            session_id=args.session_id,
+            source=args.source,
+        )
+    except ImportFormatError as exc:
+        raise CliError(str(exc)) from None
+    report = done.report
     print(
-        f"wrote {written} ({len(fitted.messages)} of {len(session.messages)} messages, "
+        f"wrote {done.path} ({done.messages} of {done.source_messages} messages, "
         f"{report.tokens_after:,} of {report.budget:,} tokens: {report.decision})",
         file=sys.stderr,
     )
-    print(f"cd {cwd} && claude --resume {sid} --model {args.model}")
+    print(done.command)
     return 0

@@ -23,13 +23,17 @@ from session_migrator.importers._claude_code import import_claude_code
 from session_migrator.importers._claude_code_writer import claude_project_dir, write_claude_code
 from session_migrator.importers._codex import import_codex
 from session_migrator.importers._common import PLACEHOLDER_RESULT, ImportResult
+from session_migrator.importers._handoff import TARGETS, Handoff, handoff
 
 __all__ = [
     "FORMATS",
     "PLACEHOLDER_RESULT",
+    "TARGETS",
+    "Handoff",
     "ImportResult",
     "claude_project_dir",
     "find_session_files",
+    "handoff",
     "import_claude_code",
     "import_codex",
     "import_file",

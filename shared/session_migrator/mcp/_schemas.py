@@ -108,6 +108,20 @@ class UsageAnswer(_Out):
     exact: bool = Field(description="False when the counts are estimates for this model.")
 
 
+class HandoffAnswer(_Out):
+    """A session handed off to another agent."""
+
+    session_id: str
+    path: str = Field(description="The session file written for the target agent.")
+    command: str = Field(description="The command that resumes it in the target agent.")
+    cwd: str
+    messages: int
+    source_messages: int
+    decision: str
+    tokens_after: int
+    budget: int
+
+
 class SessionList(_Out):
     """The stored sessions."""
 

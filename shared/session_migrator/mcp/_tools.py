@@ -152,6 +152,30 @@ class SessionTools:
             )
         return _result_dict(result, paging, "migrate_session")
 
+    def handoff_session(
+        self,
+        path: str,
+        to: str,
+        model: str,
+        home: str | None = None,
+        cwd: str | None = None,
+    ) -> dict[str, Any]:
+        from session_migrator.importers import handoff
+
+        done = handoff(path, to=to, model=model, home=home, cwd=cwd)
+        report = done.report
+        return {
+            "session_id": done.session_id,
+            "path": str(done.path),
+            "command": done.command,
+            "cwd": done.cwd,
+            "messages": done.messages,
+            "source_messages": done.source_messages,
+            "decision": report.decision,
+            "tokens_after": report.tokens_after,
+            "budget": report.budget,
+        }
+
     # -- the store ---------------------------------------------------------------------------
 
     @property
