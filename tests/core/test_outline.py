@@ -69,7 +69,8 @@ def test_a_coding_session_names_its_decisions_facts_open_work_and_files() -> Non
 def test_an_imported_claude_code_session_lists_the_file_it_edited() -> None:
     session = import_claude_code(FIXTURES / SHOP).session
     got = sections(summarize(list(session.messages), 400))
-    assert "- `/home/dev/shop/src/cart.py`: edited, read" in got["Files:"]
+    # (the imported messages carry the day they were said: each line is dated by it)
+    assert "- [Wed 2025-09-03] `/home/dev/shop/src/cart.py`: edited, read" in got["Files:"]
     facts = "\n".join(got["Facts:"])
     assert "FAILED tests/test_cart.py::test_coupon - assert 4995 == 95" in facts
     assert "called Bash" in facts  # a call that names no file is a line of its own
