@@ -288,7 +288,7 @@ def test_the_fitted_view_shrinks_old_tool_outputs_before_it_drops_a_turn(strateg
         assert all(sent.get(u.id) == u for u in users), f"round {round_}: a user turn went"
         shrunk = [m for m in result.messages if m.role == "tool" and m.text != log]
         assert shrunk
-        assert "full output stays in the store" in shrunk[0].text
+        assert f'read it back with read_context(id="{shrunk[0].id}")' in shrunk[0].text
         assert set(result.report.truncated_ids) >= {m.id for m in shrunk}
         fitter.append([Message("user", "And the next step?", id=f"n{round_}")])
     assert [m.text for m in fitter.messages if m.role == "tool"] == [log] * 12  # stored whole

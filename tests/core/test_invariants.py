@@ -184,7 +184,7 @@ def _min_budget(messages: Sequence[Message]) -> int:
 
 _CUT = re.compile(
     r"\n\[\.\.\. (?:[\d,]+ tokens|[\d,]+ lines \([\d,]+ characters\) of this tool output) cut by "
-    r"session-migrator(?:; the full output stays in the store)? \.\.\.\]\n"
+    r'session-migrator(?:; read it back with read_context\(id="[^"\n]+"\))? \.\.\.\]\n'
 )
 _OMITTED = re.compile(r"\n\[\d+ non-text part\(s\) omitted\]$")
 

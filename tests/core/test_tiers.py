@@ -24,7 +24,7 @@ COUNTER = counter_for("o200k_base")
 STRATEGIES = ("trim", "summarize", "recall", "auto")
 _TOOL_MARKER = re.compile(
     r"\[\.\.\. [\d,]+ lines \([\d,]+ characters\) of this tool output cut by session-migrator; "
-    r"the full output stays in the store \.\.\.\]"
+    r'read it back with read_context\(id="[^"\n]+"\) \.\.\.\]'
 )
 
 _CUT = re.compile(r"\n\[\.\.\. [\d,]+ tokens cut by session-migrator \.\.\.\]\n")

@@ -28,6 +28,7 @@ LAYERS = (
     "migration",
     "store",
     "sessions",
+    "context_tools",
     "importers",
     "mcp",
     "surfaces",  # the public API (the package), the CLI, the demo, the MCP server, the HTTP API

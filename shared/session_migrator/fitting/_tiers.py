@@ -4,8 +4,8 @@ When a conversation does not fit, every tool output of the turns before the curr
 agent's working set, see :mod:`session_migrator.fitting._working`) is cut to its head and tail
 (about
 :data:`TOOL_OUTPUT_CHARS` characters; the newest :data:`KEEP_NEWEST_TOOL_OUTPUTS` tool outputs
-are kept whole) around a marker that says how many lines and characters
-were cut and that the full output stays in the store. Only then are turns summarized or dropped
+are kept whole) around a marker that says how many lines and characters were cut and the
+message id to read the full output back by. Only then are turns summarized or dropped
 (the engine's later tiers), over the shrunk conversation. Whatever room is left at the end goes
 back to the shrunk outputs, newest first (:func:`give_back`), so that a conversation a few
 percent over its budget loses a few percent of one old tool output, not whole turns; a ledger's
@@ -52,11 +52,12 @@ TOOL_OUTPUT_CHARS = (1_600, 400, 100)
 _WORTH = 2
 
 
-def tool_marker(lines: int, chars: int) -> str:
-    """The line that stands where part of a tool output was cut."""
+def tool_marker(lines: int, chars: int, message_id: str) -> str:
+    """The line that stands where part of a tool output was cut; it names the message id to
+    read the full output back by (``read_context(id=...)``)."""
     return (
         f"\n[... {lines:,} lines ({chars:,} characters) of this tool output cut by "
-        "session-migrator; the full output stays in the store ...]\n"
+        f'session-migrator; read it back with read_context(id="{message_id}") ...]\n'
     )
 
 
@@ -71,7 +72,7 @@ def shrunk_output(message: Message, keep: int) -> Message | None:
 
     def marker(gap: str) -> str:
         cut.append(gap)
-        return tool_marker(_lines(gap), len(gap))
+        return tool_marker(_lines(gap), len(gap), message.id)
 
     spans = kept_spans(content, keep)
     text = cut_around(content, spans, marker)

@@ -1,0 +1,43 @@
+"""Reading back what a fit cut or shrunk: :func:`read_context` pages the original text of a
+message by its id (from a list of the original messages), :func:`list_placeholders` lists
+the ids a fit's report says were dropped, summarized or cut inside. Each page is capped
+(``limit`` characters) and says how to get the next one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from session_migrator.messages._messages import Message
+from session_migrator.migration._report import MigrationReport
+
+__all__ = ["DEFAULT_LIMIT", "list_placeholders", "read_context"]
+
+#: The most characters one page holds unless told (about 1,000 tokens).
+DEFAULT_LIMIT = 4_000
+
+
+def read_context(
+    messages: Sequence[Message], id: str, offset: int = 0, limit: int = DEFAULT_LIMIT
+) -> str:
+    """A page of the text of the message ``id`` in ``messages`` (the originals), from
+    ``offset`` for at most ``limit`` characters, ending with how to read the next page."""
+    if offset < 0 or limit <= 0:
+        raise ValueError("offset must be >= 0 and limit > 0; pass offset=0 to start at the top")
+    found = next((m for m in messages if m.id == id), None)
+    if found is None:
+        raise KeyError(f"no message with id {id!r}; call list_placeholders() for the ids")
+    text = found.text
+    page = text[offset : offset + limit]
+    end = offset + len(page)
+    if end < len(text):
+        more = len(text) - end
+        return f'{page}\n[... {more:,} more characters; read_context(id="{id}", offset={end})]'
+    return page
+
+
+def list_placeholders(report: MigrationReport) -> list[dict[str, str]]:
+    """What ``report``'s fit dropped, summarized or cut inside, one ``{"id", "kind"}`` each."""
+    rows = [{"id": i, "kind": "dropped"} for i in report.dropped_ids]
+    rows += [{"id": i, "kind": "summarized"} for i in report.summarized_ids]
+    rows += [{"id": i, "kind": "truncated"} for i in report.truncated_ids]
+    return rows
