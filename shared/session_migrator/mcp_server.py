@@ -389,6 +389,19 @@ def build_server(
         message count, creation and last update time, metadata."""
         return call(tools.session_list, workspace, offset, limit)
 
+    @tool(read_only)
+    def read_context(
+        session_id: SessionId,
+        id: Annotated[str, Field(min_length=1, description="The id a cut's marker names.")],
+        offset: Annotated[int, Field(ge=0, description="Characters to skip.")] = 0,
+        limit: Annotated[
+            int, Field(ge=1, le=100_000, description="At most this many characters.")
+        ] = 4_000,
+    ) -> Annotated[CallToolResult, out.ContextPage]:
+        """A page of the whole text of a stored message a fit cut or shrunk (its marker names
+        the id), from the store."""
+        return call(tools.read_context, session_id, id, offset, limit)
+
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def handoff_session(
         path: Annotated[str, Field(min_length=1, description="A Codex or Claude Code .jsonl.")],
@@ -411,6 +424,8 @@ def build_server(
 
 def summary(tool: str, data: dict[str, Any]) -> str:
     """The one line of text beside a tool's structured answer (which carries everything)."""
+    if "text" in data and "offset" in data:
+        return f"{len(data['text']):,} characters of message {data['id']!r}"
     if "command" in data:
         return f"wrote {data['path']}; resume it with: {data['command']}"
     if "decision" in data:

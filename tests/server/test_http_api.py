@@ -104,6 +104,7 @@ def test_a_session_is_reachable_by_its_owners_tokens_only(serve: Callable[..., S
             ("GET", "/v1/sessions/s/messages"),
             ("POST", "/v1/sessions/s/build_outbound"),
             ("GET", "/v1/sessions/s/usage?model=gpt-4o"),
+            ("GET", "/v1/sessions/s/messages/u0/context"),
             ("DELETE", "/v1/sessions/s"),
         ):
             answer = client.request(method, path, json={"model": "gpt-4o"}, headers=_as(BOB))
@@ -120,6 +121,32 @@ def test_a_session_is_reachable_by_its_owners_tokens_only(serve: Callable[..., S
         assert client.get("/v1/healthz").status_code == 200  # (no token needed)
         erased = client.post("/v1/erase", json={}, headers=_as(ALICE)).json()
         assert erased == {"user_id": "alice", "erased": 1}
+
+
+def test_an_agent_reads_back_a_shrunk_tool_output(serve: Callable[..., Served]) -> None:
+    output = "\n".join(f"row {k}: value {k * 7}" for k in range(3_000))
+    turn = [
+        {"role": "user", "content": "Dump the table.", "id": "u1"},
+        {"role": "assistant", "content": "", "id": "a1", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "dump", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": output, "id": "t1"},
+    ]  # fmt: skip
+    api = serve()
+    with httpx.Client(base_url=api.url, headers=_as(ALICE), timeout=30) as client:
+        client.post("/v1/sessions/dump/append", json={"messages": turn}).raise_for_status()
+        fitted = client.post("/v1/sessions/dump/build_outbound", json={"model": "gpt-4"}).json()
+        shrunk = next(m for m in fitted["messages"] if m["role"] == "tool")
+        assert 'read_context(id="t1")' in shrunk["content"]  # the marker names what to read
+        page = client.get("/v1/sessions/dump/messages/t1/context?offset=20000&limit=2000")
+        missing = client.get("/v1/sessions/dump/messages/nope/context")
+        bad = client.get("/v1/sessions/dump/messages/t1/context?offset=-1")
+    assert page.status_code == 200, page.text
+    assert page.json()["text"].startswith(output[20_000:22_000])
+    assert 'read_context(id="t1", offset=22000)' in page.json()["text"]
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/problem+json"
+    assert "list_placeholders" in missing.json()["detail"]
+    assert bad.status_code == 400
 
 
 def test_errors_are_problem_documents(serve: Callable[..., Served]) -> None:

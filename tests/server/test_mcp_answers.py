@@ -57,7 +57,9 @@ async def test_every_tool_publishes_a_typed_output_schema_and_honest_annotations
         assert schema.get("properties"), name
         annotations = tool.annotations
         assert annotations is not None, name
-        assert annotations.read_only_hint is (name in READ_ONLY | {"session_list"}), name
+        assert annotations.read_only_hint is (
+            name in READ_ONLY | {"session_list", "read_context"}
+        ), name
         if annotations.read_only_hint:
             assert annotations.idempotent_hint is True, name
     assert tools["session_append"].annotations.destructive_hint is False  # type: ignore[union-attr]

@@ -26,6 +26,7 @@ TOOLS = {
     "session_usage",
     "session_list",
     "handoff_session",
+    "read_context",
 }
 
 
@@ -364,3 +365,43 @@ async def test_handoff_session_writes_a_claude_code_session(
     )
     assert done["messages"] == done["source_messages"]
     assert "no session file" in missing
+
+
+async def test_read_context_reads_back_a_shrunk_output(connect: Connect) -> None:
+    # an agent's turn in progress: its big tool output is shrunk, and the marker names its id
+    output = "\n".join(f"row {k}: value {k * 7}" for k in range(3_000))
+    messages = [
+        {"role": "user", "content": "Dump the table.", "id": "u1"},
+        {"role": "assistant", "content": "", "id": "a1", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "dump", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": output, "id": "t1"},
+    ]  # fmt: skip
+    async with connect() as session:
+        _ok(
+            await session.call_tool(
+                "session_append", {"session_id": "dump", "messages_json": messages}
+            )
+        )
+        fitted = _ok(
+            await session.call_tool("session_context", {"session_id": "dump", "model": "gpt-4"})
+        )
+        page = _ok(
+            await session.call_tool(
+                "read_context", {"session_id": "dump", "id": "t1", "offset": 20_000, "limit": 2_000}
+            )
+        )
+        last = _ok(
+            await session.call_tool(
+                "read_context", {"session_id": "dump", "id": "t1", "offset": len(output) - 10}
+            )
+        )
+        wrong = _error(
+            await session.call_tool("read_context", {"session_id": "dump", "id": "nope"})
+        )
+    shrunk = next(m for m in fitted["messages"] if m["role"] == "tool")
+    assert 'read_context(id="t1")' in shrunk["content"]
+    assert len(shrunk["content"]) < len(output) / 2
+    assert page["text"].startswith(output[20_000:22_000])
+    assert f'read_context(id="t1", offset={22_000})' in page["text"]
+    assert last["text"] == output[-10:]  # the last page says nothing more
+    assert "list_placeholders" in wrong

@@ -16,6 +16,8 @@ from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._sections import kept_spans, text_of
 from session_migrator.fitting._truncate import (
     MIN_TRUNCATED_TOKENS,
+    marker_tokens,
+    read_back_id,
     shorten_call,
     smallest_cost,
     truncate_message,
@@ -231,7 +233,8 @@ def least_form(message: Message, counter: TokenCounter, step: bool) -> Message:
     spans = kept_spans(text, VISIBLE_CHARS)
     head = message.replace(content="".join(text[a:b] for a, b in spans))
     cuts = len(spans) - 1
-    return _at_most(message, counter.count_message(head) + MIN_TRUNCATED_TOKENS * cuts, counter)
+    marker = max(MIN_TRUNCATED_TOKENS, marker_tokens(counter, read_back_id(message)))
+    return _at_most(message, counter.count_message(head) + marker * cuts, counter)
 
 
 def _floor(message: Message, counter: TokenCounter, step: bool) -> int:

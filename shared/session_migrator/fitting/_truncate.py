@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ARGUMENT_CHARS",
     "MIN_TRUNCATED_TOKENS",
+    "marker_tokens",
+    "read_back_id",
     "short_arguments",
     "shorten_call",
     "smallest_cost",
@@ -34,20 +36,34 @@ _NEEDS_CONTENT = ("user", "system")
 _ELLIPSIS = "[...]"
 
 
-def _marker(cut_tokens: int) -> str:
-    return f"\n[... {cut_tokens:,} tokens cut by session-migrator ...]\n"
+def _marker(cut_tokens: int, read_back: str | None = None) -> str:
+    if read_back is None:
+        return f"\n[... {cut_tokens:,} tokens cut by session-migrator ...]\n"
+    return (
+        f"\n[... {cut_tokens:,} tokens cut by session-migrator; read it back with "
+        f'read_context(id="{read_back}") ...]\n'
+    )
 
 
-def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
+def marker_tokens(counter: TokenCounter, read_back: str | None = None) -> int:
+    """What one marker costs, at most (for a cut of up to a million tokens)."""
+    return counter.count_text(_marker(999_999, read_back))
+
+
+def truncate_text(
+    text: str, target: int, counter: TokenCounter, *, read_back: str | None = None
+) -> str:
     """``text`` cut to at most ``target`` tokens: head and tail kept, a marker between (and
     the lines that mark its sections, see :mod:`session_migrator.fitting._sections`).
 
-    Returns ``text`` itself when it fits, and ``""`` when not even the marker fits.
+    ``read_back``, the id of the message the text is from, makes the marker say how to read
+    the whole text back (``read_context(id=...)``). Returns ``text`` itself when it fits, and
+    ``""`` when not even the marker fits.
     """
     total = counter.count_text(text)
     if total <= target:
         return text
-    marker = _marker(total)
+    marker = _marker(total, read_back)
     marker_cost = counter.count_text(marker)
     keep = target - marker_cost
     if keep <= 0:
@@ -58,7 +74,7 @@ def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
     lines = lines_of(text)  # (read once, however many sizes are tried)
     for _ in range(12):
         spans = kept_spans(text, int(budget_chars), lines)
-        candidate = cut_around(text, spans, lambda gap: _marker(counter.count_text(gap)))
+        candidate = cut_around(text, spans, lambda gap: _marker(counter.count_text(gap), read_back))
         used = counter.count_text(candidate)
         if used <= target:
             return candidate
@@ -107,8 +123,10 @@ def truncate_message(message: Message, target: int, counter: TokenCounter) -> Me
         total = sum(sizes) or 1
         allowances = [max(0, int(room * s / total)) for s in sizes]
         new_texts = [
-            truncate_text(t, a, counter) if s > a else t
-            for t, s, a in zip(texts, sizes, allowances, strict=True)
+            truncate_text(t, a, counter, read_back=None if k else read_back_id(message))
+            if s > a
+            else t
+            for k, (t, s, a) in enumerate(zip(texts, sizes, allowances, strict=True))
         ]
         calls = tuple(
             c.__class__(c.id, c.name, a if a == c.arguments else _args_json(a))
@@ -132,6 +150,12 @@ def truncate_message(message: Message, target: int, counter: TokenCounter) -> Me
         return bare
     # only a tool or assistant message gets here (``smallest`` above): its shell fits
     return _with_marker(message, original, content="", tool_calls=shell.tool_calls)
+
+
+def read_back_id(message: Message) -> str | None:
+    """The id a cut tool output's marker names to read it back by (other messages' markers
+    name none: their text is the conversation's own, which the summary and recall carry)."""
+    return message.id if message.role == "tool" else None
 
 
 def _args_json(text: str) -> str:

@@ -108,6 +108,15 @@ class UsageAnswer(_Out):
     exact: bool = Field(description="False when the counts are estimates for this model.")
 
 
+class ContextPage(_Out):
+    """A page of a stored message's whole text."""
+
+    session_id: str
+    id: str
+    offset: int
+    text: str = Field(description="The page; it ends with how to read the next one, if any.")
+
+
 class HandoffAnswer(_Out):
     """A session handed off to another agent."""
 

@@ -9,6 +9,7 @@ answers shaped and paged in ``_answers``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from dataclasses import asdict
@@ -151,6 +152,24 @@ class SessionTools:
                 embeddings=self.embeddings,
             )
         return _result_dict(result, paging, "migrate_session")
+
+    def read_context(
+        self, session_id: str, message_id: str, offset: int = 0, limit: int = 4_000
+    ) -> dict[str, Any]:
+        from session_migrator.context_tools import read_context
+        from session_migrator.store import NotOffloadedError
+
+        with self._lock:
+            self._require(session_id)
+            messages = self.store.load(session_id)
+            found = next((m for m in messages if m.id == message_id), None)
+            if found is not None and found.role == "tool":
+                # an output kept outside the log: its whole text, not the preview
+                with contextlib.suppress(NotOffloadedError):
+                    whole = self.store.get_offloaded(session_id, message_id)
+                    messages = [found.replace(content=whole)]
+        page = read_context(messages, message_id, offset, limit)
+        return {"session_id": session_id, "id": message_id, "offset": offset, "text": page}
 
     def handoff_session(
         self,

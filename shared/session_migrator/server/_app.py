@@ -106,6 +106,12 @@ ROUTES: tuple[RouteSpec, ...] = (
         "The conversation fitted to a model: the whole request (tools, output reserve).",
         "build_outbound",
     ),
+    RouteSpec(
+        "GET",
+        "/v1/sessions/{session_id}/messages/{message_id}/context",
+        "A page of a stored message's whole text, by the id a fit's marker names (read_context).",
+        "read_context",
+    ),
     RouteSpec("GET", "/v1/sessions/{session_id}/usage", "The session against a model.", "usage"),
     RouteSpec("DELETE", "/v1/sessions/{session_id}", "Delete a session.", "delete"),
     RouteSpec(
@@ -304,6 +310,16 @@ class _Api:
             return self.tools.session_usage(
                 call.session_id, model, int(window) if window and window.isdigit() else None
             )
+
+    def read_context(self, call: _Call, scope: Scope) -> dict[str, Any]:
+        self.owned(scope, call.session_id)
+        message_id = call.request.path_params["message_id"]
+        offset, limit = _paging(call, 4_000)
+        limit = min(limit, 100_000)
+        try:
+            return self.tools.read_context(call.session_id, message_id, offset, limit)
+        except KeyError as exc:
+            raise Problem(404, "Message not found", str(exc.args[0]), "KeyError") from None
 
     def delete(self, call: _Call, scope: Scope) -> dict[str, Any]:
         self.owned(scope, call.session_id)

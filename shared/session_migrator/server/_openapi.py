@@ -15,6 +15,7 @@ _QUERY = {
     "list_sessions": ["offset", "limit"],
     "messages": ["offset", "limit"],
     "usage": ["model", "context_window"],
+    "read_context": ["offset", "limit"],
 }
 _BODY = {
     "append": {
@@ -58,6 +59,10 @@ def openapi() -> dict[str, Any]:
         parameters = [
             {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}
         ] if "{session_id}" in spec.path else []  # fmt: skip
+        if "{message_id}" in spec.path:
+            parameters.append(
+                {"name": "message_id", "in": "path", "required": True, "schema": {"type": "string"}}
+            )
         parameters += [
             {"name": name, "in": "query", "required": name == "model",
              "schema": {"type": "string" if name == "model" else "integer"}}
