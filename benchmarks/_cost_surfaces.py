@@ -357,6 +357,41 @@ class LiMemory:
         return [*self._get(), question]
 
 
+class LiFitted:
+    """``SessionMigratorMemory`` as a LlamaIndex agent reads and writes it (its ``get`` takes
+    the call's input: the question asked aside is that input)."""
+
+    calls = 0
+
+    def __init__(self, window: ModelWindow, system: Message) -> None:
+        from llamaindex_session_migrator import SessionMigratorMemory
+
+        self.memory = SessionMigratorMemory.from_defaults(
+            chat_store_key=f"cost-lim-{next(_NAMES)}",
+            store="memory://",
+            model=window,
+            reserve_output=0,
+        )
+        self._put([system])
+
+    def _put(self, messages: Sequence[Message]) -> None:
+        from llama_index.core.llms import ChatMessage
+
+        for m in messages:
+            self.memory.put(ChatMessage(role=m.role, content=m.text))
+
+    def request(self, history: list[Message], new: list[Message]) -> list[Message]:
+        self._put(new)
+        return [Message(str(m.role.value), m.content or "") for m in self.memory.get()]
+
+    def reply(self, messages: list[Message]) -> None:
+        self._put(messages)
+
+    def ask(self, history: list[Message], question: Message) -> list[Message]:
+        got = self.memory.get(input=question.text)
+        return [*(Message(str(m.role.value), m.content or "") for m in got), question]
+
+
 SURFACES: dict[str, Callable[[ModelWindow, Message], Surface]] = {
     "no fitting": Whole,
     "migrate(), auto": Migrate,
@@ -376,5 +411,6 @@ SURFACES: dict[str, Callable[[ModelWindow, Message], Surface]] = {
     "LangChain SummarizationMiddleware, 1 s": Summarizing,
     "LangChain SummarizationMiddleware, 10 s": lambda w, s: Summarizing(w, s, 10.0),
     "LangChain trim_messages": Trimmed,
+    "LlamaIndex SessionMigratorMemory, auto": LiFitted,
     "LlamaIndex Memory": LiMemory,
 }

@@ -6,7 +6,9 @@ JSON plus a small framing cost) and, by the provider's rule, the output the requ
 (read by :func:`~llamaindex_session_migrator._models.requested_output` where the LLM class keeps
 it: ``max_tokens``, ``additional_kwargs``, ``num_output``; the core's default when it says
 nothing). A request that fits goes out untouched (the same list, the same objects); else its
-messages are fitted, and what was cut is reported.
+messages are fitted, and what was cut is reported. Past the budget, for Anthropic, the end of
+the part the next request sends again (``MigrationReport.stable_through``) carries a
+``CachePoint``, so the service reads that part from its prompt cache.
 
 Messages a :class:`~llamaindex_session_migrator.SessionMigratorMemory` handed out are known by
 their stored record (see ``_instrumentation``): they keep their stored id and cached token
@@ -26,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import CacheControl, CachePoint, ChatMessage
 
 from llamaindex_session_migrator._convert import from_chat_message, to_chat_message
 from llamaindex_session_migrator._instrumentation import lookup
@@ -44,6 +46,16 @@ from session_migrator import (
 from session_migrator import RequestFitter as CoreRequestFitter
 
 __all__ = ["TOKENS_PER_TOOL", "RequestFitter", "tool_schema"]
+
+
+def with_cache_point(message: ChatMessage) -> ChatMessage:
+    """A copy of ``message`` ending with a prompt-cache breakpoint (LlamaIndex's ``CachePoint``
+    block, which the Anthropic LLM class sends as ``cache_control`` on the block before it)."""
+    if any(isinstance(b, CachePoint) for b in message.blocks):
+        return message
+    marked = message.model_copy(deep=True)
+    marked.blocks = [*marked.blocks, CachePoint(cache_control=CacheControl(type="ephemeral"))]
+    return marked
 
 
 def tool_schema(tool: Any) -> Any:
@@ -207,7 +219,15 @@ class RequestFitter:
         if not fit.changed and not expanded:
             return None
         originals = {id(c): m for c, m in zip(sent, messages, strict=True)}
-        return [originals.get(id(m)) or to_chat_message(m) for m in fit.messages]
+        out = [originals.get(id(m)) or to_chat_message(m) for m in fit.messages]
+        through = fit.report.stable_through
+        if provider == "anthropic" and through is not None:
+            # Anthropic reads its prompt cache up to a marked block only: the end of what the
+            # next request sends again, byte for byte (the kept turns' end), is marked
+            at = next((k for k, m in enumerate(fit.messages) if m.id == through), None)
+            if at is not None:
+                out[at] = with_cache_point(out[at])
+        return out
 
     def _previous_summary(self, core: Sequence[Message], owner: Any) -> Summary | None:
         """This guard's rolling summary of the conversation ``core`` starts, else the one the

@@ -11,10 +11,12 @@ sends ``max_tokens`` (512 unless set) and the system prompt as the top-level ``s
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
 from llama_index.core import Document, MockEmbedding, VectorStoreIndex
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ReActAgent
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -214,3 +216,13 @@ SURFACES: dict[str, Surface] = {
 
 def guarded(llm: LLM) -> FitToModelLLM:
     return FitToModelLLM(llm)
+
+
+#: llama-index-llms-anthropic (to 0.12.3, the newest) builds anthropic's ``MessageParam``, a Union
+#: since anthropic 2.0, which langchain-anthropic's newest versions need: with anthropic 2.x
+#: installed the LlamaIndex Anthropic LLM cannot build a request at all (an upstream defect).
+ANTHROPIC_UPSTREAM = pytest.mark.xfail(
+    int(importlib.metadata.version("anthropic").split(".")[0]) >= 2,
+    reason="llama-index-llms-anthropic cannot build a request with anthropic>=2 (upstream)",
+    strict=True,
+)

@@ -16,7 +16,6 @@ thread in the prompt) must be refused.
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ import pytest
 from tests.conformance._anthropic_api import AnthropicEmulator
 from tests.conformance._http import Emulator
 from tests.conformance._li import (
+    ANTHROPIC_UPSTREAM,
     LLMS,
     SURFACES,
     VERDICT,
@@ -57,16 +57,6 @@ def _api(provider: str, openai_api: OpenAIEmulator, anthropic_api: AnthropicEmul
 
 def _url(api: Emulator) -> str:
     return api.base_url if isinstance(api, OpenAIEmulator | AnthropicEmulator) else api.url
-
-
-#: llama-index-llms-anthropic (to 0.12.3, the newest) builds anthropic's ``MessageParam``, a Union
-#: since anthropic 2.0, which langchain-anthropic's newest versions need: with anthropic 2.x
-#: installed the LlamaIndex Anthropic LLM cannot build a request at all (an upstream defect).
-ANTHROPIC_UPSTREAM = pytest.mark.xfail(
-    int(importlib.metadata.version("anthropic").split(".")[0]) >= 2,
-    reason="llama-index-llms-anthropic cannot build a request with anthropic>=2 (upstream)",
-    strict=True,
-)
 
 
 def _cells() -> list[Any]:

@@ -49,14 +49,15 @@ def test_a_guard_keeps_each_conversations_cut() -> None:
     shares = _replay(lambda history, n: guard.fit(history, SMALL).messages, 200)
     assert guard.last_report is not None
     assert guard.last_report.decision == "compressed"
-    # most requests send again all but the newest turn; a handful move the cut
-    assert sum(s >= 0.8 for s in shares) >= 0.8 * len(shares)
+    # most requests send again all but the newest turn and what is recalled for it (a few
+    # hundred tokens, a share of a 2,000-token window); a handful move the cut
+    assert sum(s >= 0.7 for s in shares) >= 0.9 * len(shares)
 
 
 def test_a_guard_without_slack_cuts_afresh() -> None:
     guard = RequestFitter(reserve_output=0, slack=0)
     shares = _replay(lambda history, n: guard.fit(history, SMALL).messages, 200)
-    assert sum(s >= 0.8 for s in shares) < 0.2 * len(shares)
+    assert sum(s >= 0.7 for s in shares) < 0.2 * len(shares)
 
 
 def test_the_cut_is_as_stable_after_a_model_switch() -> None:
@@ -72,9 +73,9 @@ def test_the_cut_is_as_stable_after_a_model_switch() -> None:
 
     shares = _replay(fit, 400)
     before, after = shares[: 200 - 82], shares[200 - 80 :]
-    stable_before = sum(s >= 0.8 for s in before) / len(before)
-    stable_after = sum(s >= 0.8 for s in after) / len(after)
-    assert stable_before >= 0.8
+    stable_before = sum(s >= 0.7 for s in before) / len(before)
+    stable_after = sum(s >= 0.7 for s in after) / len(after)
+    assert stable_before >= 0.9
     assert stable_after >= stable_before - 0.05
 
 

@@ -252,14 +252,20 @@ def paired(messages: Sequence[Message]) -> Ledger:
     return ledger
 
 
-#: The share of the room for the newest turns a cut leaves free (see ``Ledger``).
-DEFAULT_SLACK = 0.35
+#: The share of the room for the newest turns a cut leaves free (see ``Ledger``): past the
+#: budget, a cut compacts to a bit over half the room and the conversation grows into the
+#: rest before the next one (the stable cut's step, :mod:`session_migrator.migration._stable`).
+DEFAULT_SLACK = 0.45
+#: The most a cut may leave free.
+MAX_SLACK = 0.75
 
 
 def check_slack(slack: float) -> float:
-    """``slack`` if it is a share a cut may leave free (``[0, 0.5)``), else ``ValueError``."""
-    if not 0.0 <= slack < 0.5:
-        raise ValueError(f"slack must be a share in [0, 0.5), not {slack!r}")
+    """``slack`` if it is a share a cut may leave free (``[0, 0.75]``), else ``ValueError``."""
+    if not 0.0 <= slack <= MAX_SLACK:
+        raise ValueError(
+            f"slack must be a share in [0, {MAX_SLACK}] (0: cut afresh at every fit), not {slack!r}"
+        )
     return slack
 
 

@@ -175,3 +175,39 @@ def jsonable(value: Any) -> Any:
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def summary(tool: str, data: dict[str, Any]) -> str:
+    """The one line of text beside a tool's structured answer (which carries everything)."""
+    if "text" in data and "offset" in data:
+        return f"{len(data['text']):,} characters of message {data['id']!r}"
+    if "command" in data:
+        return f"wrote {data['path']}; resume it with: {data['command']}"
+    if "decision" in data:
+        page = data.get("page") or {}
+        line = (
+            f"{data['decision']}: {data['tokens_before']:,} -> {data['tokens_after']:,} tokens "
+            f"(budget {data['budget']:,}); messages {page.get('returned', 0)} of "
+            f"{page.get('total', 0)}"
+        )
+        return f"{line}; {page['hint']}" if page.get("hint") else line
+    if "appended" in data:
+        return (
+            f"appended {data['appended']} of {data['received']} message(s) to "
+            f"{data['session_id']!r} ({data['message_count']} stored)"
+        )
+    if "share" in data:
+        return (
+            f"{data['tokens']:,} of {data['budget']:,} tokens ({data['share']:.0%}); "
+            f"{'fits' if data['fits'] else 'does not fit'}"
+        )
+    if "models" in data:
+        return f"{data['returned']} of {data['count']} model(s)"
+    if "sessions" in data:
+        return f"{data['returned']} of {data['count']} session(s)"
+    if "context_window" in data:
+        return (
+            f"{data['name']}: window {data['context_window']:,}, input "
+            f"{data['max_input_tokens']:,}, output {data['max_output_tokens']:,}"
+        )
+    return tool

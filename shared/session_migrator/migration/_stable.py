@@ -45,7 +45,7 @@ from session_migrator.fitting._units import Layout, Unit, build_units, cut_messa
 from session_migrator.fitting._working import current_turn
 from session_migrator.messages._messages import MARKER_KEY, Message
 from session_migrator.migration._steady import ids_without
-from session_migrator.recall._when import asks, named_days, when_line
+from session_migrator.recall._when import asks, named_days, opens_with_a_question, when_line
 from session_migrator.summaries._ahead import Ahead, Plan, digest_of
 from session_migrator.summaries._extractive import ExtractiveSummarizer
 from session_migrator.summaries._summarizers import Summarizer, Summary
@@ -123,7 +123,7 @@ def stable_fit(
         # (the kept turns' room must not move as the conversation grows: it is laid from the
         # budget alone)
         volatile = max(int(available * VOLATILE_SHARE), VOLATILE_LEAST) if how.recall else 0
-        if how.recall and past_share and asks(query):
+        if how.recall and past_share and opens_with_a_question(query):
             past_room = int(available * past_share)
         step_share = slack
     else:
@@ -144,7 +144,11 @@ def stable_fit(
         return None  # an agent's turn in progress: its steps come first (see _working)
     step = max(1, int(high * step_share))
     # the lowest grid point whose kept part fits: the first turn at or past j * step
-    cut = _grid_cut(units, suffix, total, step, high, turn_from)
+    # the grid is laid so that the first cut (when the turns first outgrow the room) leaves a
+    # whole step free: it falls at the low watermark, not just under the high one, from which
+    # the next turn would move it again
+    offset = (available - high) % step
+    cut = _grid_cut(units, suffix, total, step, high, turn_from, offset)
     if cut is None or cut == 0:
         return None
     kept_cost = suffix[cut]
@@ -172,7 +176,18 @@ def stable_fit(
             leads[key] = (lead, summary)
     if isinstance(ahead := (layout.cache or {}).get("ahead"), Ahead) and summary is not None:
         _plan_next(
-            ahead, how, messages, layout, units, suffix, total, cut, step, turn_from, summary
+            ahead,
+            how,
+            messages,
+            layout,
+            units,
+            suffix,
+            total,
+            cut,
+            step,
+            offset,
+            turn_from,
+            summary,
         )
     lead_cost = counter.count_message(lead) if lead is not None else 0
 
@@ -339,6 +354,7 @@ def _plan_next(
     total: int,
     cut: int,
     step: int,
+    offset: int,
     latest: int,
     summary: Summary,
 ) -> None:
@@ -348,7 +364,7 @@ def _plan_next(
     step of the conversation's time to be written."""
     if not _real(summary, how):
         return  # (this cut's own summary first: it is being written)
-    mark = ((total - suffix[cut]) // step + 1) * step
+    mark = ((total - suffix[cut] - offset) // step + 1) * step + offset
     k = cut + 1
     while k <= latest and (total - suffix[k] < mark or not units[k].starts_turn):
         k += 1
@@ -369,13 +385,14 @@ def _grid_cut(
     step: int,
     high: int,
     latest: int,
+    offset: int = 0,
 ) -> int | None:
     """The first unit at or past the lowest multiple of ``step`` (tokens from the start) whose
     suffix fits in ``high``, starting a turn, at most ``latest``."""
-    j = max(0, -(-(total - high) // step))
+    j = max(0, -(-(total - high - offset) // step))
     k = 0
     while True:
-        mark = j * step
+        mark = j * step + offset
         # the first unit whose start is at or past the mark, starting a turn
         while k <= latest and (total - suffix[k] < mark or not units[k].starts_turn):
             k += 1

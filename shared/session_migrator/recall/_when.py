@@ -23,6 +23,7 @@ __all__ = [
     "day_tokens",
     "gap_note",
     "named_days",
+    "opens_with_a_question",
     "when_line",
 ]
 
@@ -100,6 +101,16 @@ _ASKING = re.compile(
 def asks(text: str) -> bool:
     """Whether ``text`` asks something (a question mark, or a question's first word)."""
     return "?" in text or bool(_ASKING.match(text))
+
+
+_FIRST_SENTENCE = re.compile(r"^\s*(.+?[.!?])(?=\s|$)", re.S)
+
+
+def opens_with_a_question(text: str) -> bool:
+    """Whether ``text`` is asked as a question: its first sentence is one ("What did we pick
+    for the venue?"), not a remark that ends with one ("Wow, that's great! How was it?")."""
+    first = _FIRST_SENTENCE.match(text)
+    return first.group(1).endswith("?") if first else asks(text)
 
 
 def about_the_past(question: str, long_ago: bool = False) -> bool:

@@ -429,7 +429,7 @@ def test_one_huge_prompt_does_not_starve_later_calls(
     assert view.reserved_tokens(view.model) <= budget // 2
 
 
-@pytest.mark.parametrize("slack", [0.7, 0.5, -0.1])
+@pytest.mark.parametrize("slack", [0.8, 1.0, -0.1])
 def test_slack_must_be_a_small_share(slack: float) -> None:
     # refused when the factory is made, not later inside a chain call
     with pytest.raises(ValueError, match="slack"):

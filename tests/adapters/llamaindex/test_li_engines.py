@@ -82,7 +82,8 @@ def test_sync_engine_fits_and_follows_a_model_change(
     mark = len(llm.received)
     engine.chat("And now, on the smaller model?")
     _check_fits(llm, mark)
-    assert len(llm.received[-1]) < large
+    small = len(llm.received[-1])
+    assert small < large
     assert memory.model_window is not None
     assert memory.model_window.context_window == 1500
 
@@ -90,7 +91,8 @@ def test_sync_engine_fits_and_follows_a_model_change(
     mark = len(llm.received)
     engine.chat("Back on the large model.")
     _check_fits(llm, mark)
-    assert len(llm.received[-1]) >= large - 2  # two more turns in the log, same budget
+    # the larger budget again (the cut moves in steps: between the low and high watermarks)
+    assert len(llm.received[-1]) > small
     assert len(memory.get_all()) == 2 * 27
     moves = [(r.from_model, r.to_model) for r in memory.store.migrations("s1")]
     assert moves[-2:] == [("gpt-4o", "gpt-4o-mini"), ("gpt-4o-mini", "gpt-4o")]

@@ -632,7 +632,7 @@ def test_the_cut_is_kept_while_new_turns_fit_unless_slack_is_zero() -> None:
 
 def test_slack_must_be_a_small_share() -> None:
     with pytest.raises(ValueError, match="slack"):
-        SessionMigratorMemory.from_defaults(chat_store_key="x", store="memory://", slack=0.7)
+        SessionMigratorMemory.from_defaults(chat_store_key="x", store="memory://", slack=0.8)
 
 
 def test_its_tokenizer_counts_for_the_model_and_loads_no_llamaindex_encoding(
