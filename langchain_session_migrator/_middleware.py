@@ -91,7 +91,8 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     ``tools`` holds a ``read_context`` tool, which ``create_agent`` gives the model: an old tool
     output the fit shrank leaves a marker naming its id (``read_context(id="...")``), and the
-    tool reads a page of the original back from the agent's state. ``context_tools=False``
+    tool reads a page of the original back from the agent's state. It is sent only beside
+    other tools (an agent without tools has no tool output to cut). ``context_tools=False``
     leaves it out (``tools == []``).
 
     >>> from langchain.agents import create_agent
@@ -152,6 +153,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        request = self._tools_for(request)
         return self._read_check(handler(self.fit_request(request)), request)
 
     async def awrap_model_call(
@@ -159,8 +161,16 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        request = self._tools_for(request)
         fitted = await asyncio.to_thread(self.fit_request, request)
         return self._read_check(await handler(fitted), request)
+
+    def _tools_for(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """``request`` without this middleware's ``read_context`` tool when it is the only tool:
+        an agent without tools has no tool output to cut, and its model binds no tools."""
+        if self.tools and all(t in self.tools for t in request.tools) and request.tools:
+            return request.override(tools=[])
+        return request
 
     def _read_check(self, response: _R, request: ModelRequest[Any]) -> _R:
         """``response``, after noting the prompt tokens the reply says the runtime read
