@@ -19,8 +19,8 @@ from langchain.agents.structured_output import (
     ProviderStrategy,
     ToolStrategy,
 )
-from langchain_core.language_models import BaseChatModel
 from langchain.tools import InjectedState
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
