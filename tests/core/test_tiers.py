@@ -27,7 +27,10 @@ _TOOL_MARKER = re.compile(
     r'read it back with read_context\(id="[^"\n]+"\) \.\.\.\]'
 )
 
-_CUT = re.compile(r"\n\[\.\.\. [\d,]+ tokens cut by session-migrator \.\.\.\]\n")
+_CUT = re.compile(
+    r"\n\[\.\.\. [\d,]+ tokens (?:of this tool output )?cut by session-migrator"
+    r'(?:; read it back with read_context\(id="[^"\n]+"\))? \.\.\.\]\n'
+)
 
 
 def _window(budget: int) -> ModelWindow:

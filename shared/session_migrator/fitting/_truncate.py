@@ -34,20 +34,28 @@ _NEEDS_CONTENT = ("user", "system")
 _ELLIPSIS = "[...]"
 
 
-def _marker(cut_tokens: int) -> str:
-    return f"\n[... {cut_tokens:,} tokens cut by session-migrator ...]\n"
+def _marker(cut_tokens: int, read_back: str | None = None) -> str:
+    if read_back is None:
+        return f"\n[... {cut_tokens:,} tokens cut by session-migrator ...]\n"
+    return (
+        f"\n[... {cut_tokens:,} tokens of this tool output cut by session-migrator; read it "
+        f'back with read_context(id="{read_back}") ...]\n'
+    )
 
 
-def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
+def truncate_text(
+    text: str, target: int, counter: TokenCounter, *, read_back: str | None = None
+) -> str:
     """``text`` cut to at most ``target`` tokens: head and tail kept, a marker between (and
-    the lines that mark its sections, see :mod:`session_migrator.fitting._sections`).
+    the lines that mark its sections, see :mod:`session_migrator.fitting._sections`). With
+    ``read_back`` (a tool output's message id) the marker names the id to read it back by.
 
     Returns ``text`` itself when it fits, and ``""`` when not even the marker fits.
     """
     total = counter.count_text(text)
     if total <= target:
         return text
-    marker = _marker(total)
+    marker = _marker(total, read_back)
     marker_cost = counter.count_text(marker)
     keep = target - marker_cost
     if keep <= 0:
@@ -58,7 +66,7 @@ def truncate_text(text: str, target: int, counter: TokenCounter) -> str:
     lines = lines_of(text)  # (read once, however many sizes are tried)
     for _ in range(12):
         spans = kept_spans(text, int(budget_chars), lines)
-        candidate = cut_around(text, spans, lambda gap: _marker(counter.count_text(gap)))
+        candidate = cut_around(text, spans, lambda gap: _marker(counter.count_text(gap), read_back))
         used = counter.count_text(candidate)
         if used <= target:
             return candidate
@@ -80,7 +88,8 @@ def _with_marker(message: Message, original_tokens: int, **changes: object) -> M
 def truncate_message(message: Message, target: int, counter: TokenCounter) -> Message:
     """``message`` cut inside to at most ``target`` tokens (content first, then call arguments).
 
-    The id is kept and ``extra`` is marked ``{"kind": "truncated", "original_tokens": n}``.
+    The id is kept and ``extra`` is marked ``{"kind": "truncated", "original_tokens": n}``; a
+    tool output's marker names that id to read it back by (``read_context(id="...")``).
     A user or system message keeps some content (at least ``[...]``): the chat APIs reject empty
     turns. Raises ``ValueError`` when even the smallest message of this shape is larger than
     ``target``.
@@ -103,12 +112,13 @@ def truncate_message(message: Message, target: int, counter: TokenCounter) -> Me
     texts.extend(c.arguments for c in message.tool_calls)
     sizes = [counter.count_text(t) for t in texts]
     room = target - fixed
+    read_back = message.id if message.role == "tool" else None
     for _ in range(6):
         total = sum(sizes) or 1
         allowances = [max(0, int(room * s / total)) for s in sizes]
         new_texts = [
-            truncate_text(t, a, counter) if s > a else t
-            for t, s, a in zip(texts, sizes, allowances, strict=True)
+            truncate_text(t, a, counter, read_back=read_back if k == 0 else None) if s > a else t
+            for k, (t, s, a) in enumerate(zip(texts, sizes, allowances, strict=True))
         ]
         calls = tuple(
             c.__class__(c.id, c.name, a if a == c.arguments else _args_json(a))
