@@ -100,7 +100,9 @@ def _line(text: str, n: int) -> str | None:
 class NeedleEmulator(OpenAIEmulator):
     """The OpenAI emulator whose answers :func:`decide` makes from each request."""
 
-    _body: dict[str, Any] = {}
+    def __init__(self) -> None:
+        super().__init__()
+        self._body: dict[str, Any] = {}
 
     def handle(
         self, path: str, headers: dict[str, str], body: dict[str, Any], rec: Recorded
