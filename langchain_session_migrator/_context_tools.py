@@ -42,11 +42,12 @@ READ_CONTEXT_DESCRIPTION = (
 def page_of(messages: Callable[[], Sequence[Message]], id: str, offset: int) -> str:
     """A page of message ``id`` of ``messages()`` from ``offset``, or what is wrong, as text."""
     try:
-        return read_context(messages(), id, offset)
+        page = read_context(messages(), id, offset)
     except KeyError:  # (the core's message points at list_placeholders, not a tool here)
         return f"read_context: no message with id {id!r}; pass the id a marker names"
     except ValueError as exc:
         return f"read_context: {exc}"
+    return page or f"read_context: the text of {id!r} ends before offset {offset}"
 
 
 def store_read_context_tool(store: Any, session_id: str) -> BaseTool:

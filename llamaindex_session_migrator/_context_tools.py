@@ -41,11 +41,12 @@ def read_context_tool(memory: Any) -> FunctionTool:
 
     def read(id: str, offset: int = 0) -> str:
         try:
-            return read_context(store.load(session_id, full=True), id, offset)
+            page = read_context(store.load(session_id, full=True), id, offset)
         except KeyError:  # (the core's message points at list_placeholders, not a tool here)
             return f"read_context: no message with id {id!r}; pass the id a marker names"
         except ValueError as exc:
             return f"read_context: {exc}"
+        return page or f"read_context: the text of {id!r} ends before offset {offset}"
 
     async def aread(id: str, offset: int = 0) -> str:
         return await asyncio.to_thread(read, id, offset)

@@ -88,6 +88,7 @@ def test_a_wrong_id_or_offset_is_told_not_raised() -> None:
     state = _session(True)
     assert "no message with id 'nope'" in _read(tool, state, id="nope")
     assert "offset must be >= 0" in _read(tool, state, id="t0", offset=-5)
+    assert "ends before offset 99999" in _read(tool, state, id="t0", offset=99_999)
 
 
 def test_an_agent_without_tools_binds_none() -> None:
