@@ -53,8 +53,11 @@ def service_status(service: str) -> str:
     return status(service)
 
 
-def run_agent(api: NeedleEmulator, middleware: FitToModelMiddleware) -> list[tuple[int, str]]:
-    """Each turn of :data:`QUESTIONS` on one thread: (model calls, the answer)."""
+def run_agent(
+    api: NeedleEmulator, middleware: FitToModelMiddleware, mode: str = "invoke"
+) -> list[tuple[int, str]]:
+    """Each turn of :data:`QUESTIONS` on one thread (``invoke`` or ``ainvoke``): (model calls,
+    the answer)."""
     llm = ChatOpenAI(model=MODEL, base_url=api.base_url, api_key="test")  # type: ignore[arg-type]
     agent = create_agent(
         llm, [fetch_log, service_status], middleware=[middleware], checkpointer=InMemorySaver()
@@ -63,14 +66,20 @@ def run_agent(api: NeedleEmulator, middleware: FitToModelMiddleware) -> list[tup
     turns = []
     for question in QUESTIONS:
         before = len(api.requests)
-        state = agent.invoke({"messages": [HumanMessage(question)]}, config)
+        value = {"messages": [HumanMessage(question)]}
+        if mode == "ainvoke":
+            state = asyncio.run(agent.ainvoke(value, config))
+        else:
+            state = agent.invoke(value, config)
         turns.append((len(api.requests) - before, str(state["messages"][-1].content)))
     return turns
 
 
-def test_with_read_context_the_agent_answers_with_the_cut_line(needle_api: NeedleEmulator) -> None:
-    middleware = FitToModelMiddleware()
-    turns = run_agent(needle_api, middleware)
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_with_read_context_the_agent_answers_with_the_cut_line(
+    needle_api: NeedleEmulator, mode: str
+) -> None:
+    turns = run_agent(needle_api, FitToModelMiddleware(), mode)
     assert_conforms(needle_api, at_least=len(QUESTIONS) * 2)
     calls, answer = turns[-1]
     assert NEEDLE in answer, needle_api.report()
