@@ -12,8 +12,10 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 
 from langchain_session_migrator._callbacks import ModelWatcher
+from langchain_session_migrator._context_tools import store_read_context_tool
 from langchain_session_migrator._convert import message_to_core, storable
 from langchain_session_migrator._convert_parts import with_cache_breakpoint
 from langchain_session_migrator._history_model import _ModelChoice
@@ -54,6 +56,7 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
       construction appends too; :meth:`clear` / :meth:`aclear` delete the session.
     - Two histories are equal when their full logs are (as ``InMemoryChatMessageHistory``
       compares).
+    - :meth:`context_tools` is ``[read_context]``, a tool that reads back what a fit cut.
     - :meth:`close` (or ``with``) closes a store the history opened from a URL.
 
     The current model is, first found: the model given to the constructor or
@@ -340,6 +343,12 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
     async def aclear(self) -> None:
         """:meth:`clear` in a worker thread."""
         await asyncio.to_thread(self.clear)
+
+    def context_tools(self) -> list[BaseTool]:
+        """The ``read_context`` tool, for the model of a chain reading this history: an old tool
+        output the fit shrank leaves a marker naming its id (``read_context(id="...")``), and
+        the tool reads a page of the original back from the store (an offloaded output too)."""
+        return [store_read_context_tool(self.store, self.session_id)]
 
     def close(self) -> None:
         """Close the store if this history opened it from a URL (a given store is left open)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -19,10 +19,18 @@ from langchain.agents.structured_output import (
     ProviderStrategy,
     ToolStrategy,
 )
+from langchain.tools import InjectedState
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool, StructuredTool
 
+from langchain_session_migrator._context_tools import (
+    READ_CONTEXT_DESCRIPTION,
+    READ_CONTEXT_NAME,
+    page_of,
+)
+from langchain_session_migrator._convert import messages_to_core
 from langchain_session_migrator._models import model_map, unwrap_model, window_for
 from langchain_session_migrator._request import (
     RequestFitter,
@@ -43,7 +51,7 @@ from session_migrator import (
     note_prompt_read,
 )
 
-__all__ = ["FitToModelMiddleware", "response_format_payloads"]
+__all__ = ["FitToModelMiddleware", "response_format_payloads", "state_read_context_tool"]
 
 _R = TypeVar("_R")
 
@@ -81,6 +89,12 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     (e.g. for provider-side additions), ``count_tools=False`` leaves tool and structured-output
     schemas uncounted. :attr:`last_report` is the report of the newest call.
 
+    ``tools`` holds a ``read_context`` tool, which ``create_agent`` gives the model: an old tool
+    output the fit shrank leaves a marker naming its id (``read_context(id="...")``), and the
+    tool reads a page of the original back from the agent's state. It is sent only beside
+    other tools (an agent without tools has no tool output to cut). ``context_tools=False``
+    leaves it out (``tools == []``).
+
     >>> from langchain.agents import create_agent
     >>> middleware = FitToModelMiddleware(strategy="trim")
     >>> middleware.name
@@ -99,6 +113,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         max_summaries: int = 256,
         max_cached_messages: int = 50_000,
         embeddings: Any = None,
+        context_tools: bool = True,
     ) -> None:
         super().__init__()
         self._fitter = RequestFitter(
@@ -111,7 +126,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             embeddings=embeddings,
         )
         self.count_tools = count_tools
-        self.tools = []
+        self.tools = [state_read_context_tool()] if context_tools else []
         self._registry: dict[str, ModelWindow] = {
             name: window_for(model) for name, model in model_map(models).items()
         }
@@ -138,6 +153,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        request = self._tools_for(request)
         return self._read_check(handler(self.fit_request(request)), request)
 
     async def awrap_model_call(
@@ -145,8 +161,16 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        request = self._tools_for(request)
         fitted = await asyncio.to_thread(self.fit_request, request)
         return self._read_check(await handler(fitted), request)
+
+    def _tools_for(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """``request`` without this middleware's ``read_context`` tool when it is the only tool:
+        an agent without tools has no tool output to cut, and its model binds no tools."""
+        if self.tools and all(t in self.tools for t in request.tools) and request.tools:
+            return request.override(tools=[])
+        return request
 
     def _read_check(self, response: _R, request: ModelRequest[Any]) -> _R:
         """``response``, after noting the prompt tokens the reply says the runtime read
@@ -198,6 +222,25 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return request
         system, messages = fitted
         return request.override(messages=cast(list[AnyMessage], messages), system_message=system)
+
+
+def state_read_context_tool() -> BaseTool:
+    """The ``read_context`` tool of a LangChain v1 agent: a page of a message the fit cut, read
+    from the graph's state (``state["messages"]``, injected by the agent's tool node, never
+    shown to the model). Ids are the core ids the middleware fitted the messages under: a
+    message's own ``id`` (the agent's state gives every message one), else one derived from its
+    position, as :func:`~langchain_session_migrator.messages_to_core` derives it."""
+
+    def read_context(
+        id: str,
+        state_messages: Annotated[list[BaseMessage], InjectedState("messages")],
+        offset: int = 0,
+    ) -> str:
+        return page_of(lambda: messages_to_core(state_messages), id, offset)
+
+    return StructuredTool.from_function(
+        read_context, name=READ_CONTEXT_NAME, description=READ_CONTEXT_DESCRIPTION
+    )
 
 
 def response_format_payloads(response_format: Any, window: ModelWindow) -> list[Any]:

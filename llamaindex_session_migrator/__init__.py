@@ -1,6 +1,7 @@
 """LlamaIndex adapter for session-migrator: store-backed memories that fit the conversation to
 whichever model reads it (``SessionMigratorMemory``, a ``ChatMemoryBuffer``; ``FittedMemory``, a
-``Memory``), and lossless ``ChatMessage`` conversion.
+``Memory``), the ``read_context`` tool that reads back what a fit cut
+(:func:`read_context_tool`), and lossless ``ChatMessage`` conversion.
 
 >>> from llama_index.core.llms import ChatMessage, MockLLM
 >>> from llamaindex_session_migrator import SessionMigratorMemory
@@ -19,6 +20,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError("The LlamaIndex adapter", "llamaindex") from exc
 
 from llamaindex_session_migrator._chat_store import SessionChatStore
+from llamaindex_session_migrator._context_tools import read_context_tool
 from llamaindex_session_migrator._convert import (
     LLAMAINDEX_KEY,
     from_chat_message,
@@ -44,6 +46,7 @@ __all__ = [
     "SessionMigratorMemory",
     "from_chat_message",
     "from_chat_messages",
+    "read_context_tool",
     "to_chat_message",
     "to_chat_messages",
     "window_for",

@@ -28,8 +28,8 @@ _TOOL_MARKER = re.compile(
 )
 
 _CUT = re.compile(
-    r"\n\[\.\.\. [\d,]+ tokens cut by session-migrator"
-    r"(?:; read it back with read_context\(id=\"[^\"]+\"\))? \.\.\.\]\n"
+    r"\n\[\.\.\. [\d,]+ tokens (?:of this tool output )?cut by session-migrator"
+    r'(?:; read it back with read_context\(id="[^"\n]+"\))? \.\.\.\]\n'
 )
 
 

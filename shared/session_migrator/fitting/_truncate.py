@@ -40,8 +40,8 @@ def _marker(cut_tokens: int, read_back: str | None = None) -> str:
     if read_back is None:
         return f"\n[... {cut_tokens:,} tokens cut by session-migrator ...]\n"
     return (
-        f"\n[... {cut_tokens:,} tokens cut by session-migrator; read it back with "
-        f'read_context(id="{read_back}") ...]\n'
+        f"\n[... {cut_tokens:,} tokens of this tool output cut by session-migrator; read it "
+        f'back with read_context(id="{read_back}") ...]\n'
     )
 
 
@@ -96,7 +96,8 @@ def _with_marker(message: Message, original_tokens: int, **changes: object) -> M
 def truncate_message(message: Message, target: int, counter: TokenCounter) -> Message:
     """``message`` cut inside to at most ``target`` tokens (content first, then call arguments).
 
-    The id is kept and ``extra`` is marked ``{"kind": "truncated", "original_tokens": n}``.
+    The id is kept and ``extra`` is marked ``{"kind": "truncated", "original_tokens": n}``; a
+    tool output's marker names that id to read it back by (``read_context(id="...")``).
     A user or system message keeps some content (at least ``[...]``): the chat APIs reject empty
     turns. Raises ``ValueError`` when even the smallest message of this shape is larger than
     ``target``.

@@ -19,6 +19,7 @@ PUBLIC = [
     "SessionMigratorMemory",
     "from_chat_message",
     "from_chat_messages",
+    "read_context_tool",
     "to_chat_message",
     "to_chat_messages",
     "window_for",

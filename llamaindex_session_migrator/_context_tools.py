@@ -1,0 +1,56 @@
+"""The ``read_context`` tool for LlamaIndex agents: the model reads back what a fit cut.
+
+When a memory's fit shrinks an old tool output, the marker it leaves names the message to read
+back: ``read it back with read_context(id="<message id>")``. :func:`read_context_tool` is a
+``FunctionTool`` of that name that answers with a page of the original text from the memory's
+session store (an offloaded tool output read back whole), as
+:func:`session_migrator.context_tools.read_context` pages it. A wrong id or offset is answered
+with a short error text, not raised, so the agent goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from llama_index.core.tools import FunctionTool
+
+from session_migrator.context_tools import read_context
+
+__all__ = ["READ_CONTEXT_DESCRIPTION", "read_context_tool"]
+
+#: What the model is told the tool does (kept short: it is sent with every request).
+READ_CONTEXT_DESCRIPTION = (
+    "Read back text cut to fit the context: the id named by a read_context(...) marker; "
+    "offset reads on from that character."
+)
+
+
+def read_context_tool(memory: Any) -> FunctionTool:
+    """The ``read_context`` tool over ``memory``'s session (a :class:`SessionMigratorMemory` or
+    a :class:`FittedMemory` on a session store: anything with ``store`` and ``session_id``),
+    for ``FunctionAgent(tools=[..., read_context_tool(memory)])`` run with ``memory=memory``.
+
+    >>> from llama_index.core.llms import MockLLM
+    >>> from llamaindex_session_migrator import SessionMigratorMemory
+    >>> memory = SessionMigratorMemory.from_defaults(llm=MockLLM(), store="memory://")
+    >>> read_context_tool(memory).metadata.name
+    'read_context'
+    """
+    store, session_id = memory.store, memory.session_id  # (a FittedMemory on no store: raises)
+
+    def read(id: str, offset: int = 0) -> str:
+        try:
+            page = read_context(store.load(session_id, full=True), id, offset)
+        except KeyError:  # (the core's message points at list_placeholders, not a tool here)
+            return f"read_context: no message with id {id!r}; pass the id a marker names"
+        except ValueError as exc:
+            return f"read_context: {exc}"
+        return page or f"read_context: the text of {id!r} ends before offset {offset}"
+
+    async def aread(id: str, offset: int = 0) -> str:
+        return await asyncio.to_thread(read, id, offset)
+
+    return FunctionTool.from_defaults(
+        fn=read, async_fn=aread, name="read_context", description=READ_CONTEXT_DESCRIPTION
+    )
