@@ -253,9 +253,10 @@ def paired(messages: Sequence[Message]) -> Ledger:
 
 
 #: The share of the room for the newest turns a cut leaves free (see ``Ledger``): past the
-#: budget, a cut compacts to a bit over half the room and the conversation grows into the
-#: rest before the next one (the stable cut's step, :mod:`session_migrator.migration._stable`).
-DEFAULT_SLACK = 0.45
+#: budget, a cut compacts to 40% of the room (the low watermark) and the conversation grows
+#: into the rest before the next one (the stable cut's step, see
+#: :mod:`session_migrator.migration._stable`).
+DEFAULT_SLACK = 0.6
 #: The most a cut may leave free.
 MAX_SLACK = 0.75
 

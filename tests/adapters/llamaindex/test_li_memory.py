@@ -192,9 +192,12 @@ def test_initial_token_count_is_taken_off_the_budget(
 ) -> None:
     memory = make_memory(llm=make_llm(context_window=2000, num_output=100), strategy="trim")
     memory.put_messages(_turns(40))
-    whole = _tokens(memory.get())
+    memory.get()
+    assert memory.last_report is not None
+    budget = memory.last_report.budget
     less = _tokens(memory.get(initial_token_count=600))
-    assert less <= 1900 - 600 < whole
+    assert memory.last_report.budget == budget - 600
+    assert less <= budget - 600
 
 
 def test_token_limit_caps_the_history(
