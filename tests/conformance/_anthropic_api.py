@@ -27,6 +27,13 @@ message's count multiplied by 1.43 and rounded up. 1.43 is the highest ratio of 
 tokenizer to o200k that session-migrator's table records (0.98 to 1.43 for Claude 3 to 4.6); the
 point of this emulator is the window rule, not the exact count.
 
+Extended thinking (``thinking: {"type": "enabled", "budget_tokens": N}``), as the service checks
+it: ``N`` at least 1,024 and below ``max_tokens``; the final assistant message of the lastmost
+tool loop must open with its ``thinking`` block ("Expected `thinking` or `redacted_thinking`, but
+found `tool_use`..."), and a thinking block's ``signature`` must be the one the service gave it
+("Invalid `signature` in `thinking` block"). Thinking blocks of earlier turns are not counted
+(the service strips them); the reply opens with a thinking block and its signature.
+
 ``stream=true`` answers with Anthropic's SSE events: ``message_start``, then per content block
 ``content_block_start`` / ``content_block_delta`` (``text_delta`` or ``input_json_delta``) /
 ``content_block_stop``, ``message_delta`` (stop_reason, output usage), ``message_stop``.
@@ -89,8 +96,15 @@ def count_input(body: dict[str, Any]) -> int:
     system = body.get("system")
     if system:
         total += scaled(3 + _count("system") + sum(_block_tokens(b) for b in _blocks(system)))
-    for m in body.get("messages", []):
-        blocks = sum(_block_tokens(b) for b in _blocks(m.get("content")))
+    messages = body.get("messages", [])
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    for i, m in enumerate(messages):
+        # (the thinking of earlier turns is stripped by the service, not counted)
+        blocks = sum(
+            _block_tokens(b)
+            for b in _blocks(m.get("content"))
+            if i == last or b.get("type") not in ("thinking", "redacted_thinking")
+        )
         total += scaled(3 + _count(str(m.get("role", ""))) + blocks)
     for tool in body.get("tools") or []:
         total += scaled(_count(json.dumps(tool, ensure_ascii=False)) + 8)
@@ -165,6 +179,65 @@ class PromptCache:
                 self.written[keys[b]] = sizes[b]
                 written = max(written, sizes[b] - read)
         return read, max(written, 0)
+
+
+def signature_of(thinking: str) -> str:
+    """The signature the emulator gives a thinking block (and checks it against)."""
+    return "sig_" + hashlib.sha256(thinking.encode()).hexdigest()[:40]
+
+
+_THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+
+
+def _check_thinking(body: dict[str, Any], max_tokens: int) -> bool:
+    """The extended-thinking rules (see the module docstring); whether thinking is on."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return False
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        raise Refusal(
+            400,
+            _error("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"),
+        )
+    if max_tokens <= budget:
+        raise Refusal(
+            400,
+            _error(
+                "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+                f"documentation at {_THINKING_DOCS}#max-tokens-and-context-window-size"
+            ),
+        )
+    messages = body.get("messages") or []
+    for i, m in enumerate(messages):
+        for j, b in enumerate(_blocks(m.get("content"))):
+            if b.get("type") == "thinking" and b.get("signature") != signature_of(
+                str(b.get("thinking", ""))
+            ):
+                raise Refusal(
+                    400,
+                    _error(f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"),
+                )
+    # the lastmost tool loop: its assistant message opens with its thinking
+    k = len(messages) - 1
+    while k >= 0 and messages[k].get("role") == "user" and _ids(messages[k], "tool_result"):
+        k -= 1
+    if k < len(messages) - 1 and k >= 0 and messages[k].get("role") == "assistant":
+        first = _blocks(messages[k].get("content"))
+        kind = first[0].get("type") if first else "text"
+        if kind not in ("thinking", "redacted_thinking"):
+            raise Refusal(
+                400,
+                _error(
+                    f"messages.{k}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                    f"but found `{kind}`. When `thinking` is enabled, a final `assistant` message "
+                    "must start with a thinking block (preceeding the lastmost set of `tool_use` "
+                    "and `tool_result` blocks). We recommend you include thinking blocks from "
+                    "previous turns. To avoid this requirement, disable `thinking`. Please "
+                    f"consult our documentation at {_THINKING_DOCS}"
+                ),
+            )
+    return True
 
 
 def _ids(message: dict[str, Any], kind: str) -> list[str]:
@@ -263,6 +336,7 @@ class AnthropicEmulator(Emulator):
                 ),
             )
         _check_messages(body.get("messages"))
+        thinks = _check_thinking(body, out)
         rec.prompt_tokens = prompt = count_input(body)
         if prompt > model.max_input:
             raise Refusal(
@@ -280,6 +354,11 @@ class AnthropicEmulator(Emulator):
         rec.cache_read, rec.cache_written = read, written
         reply = self.next_reply()
         message = self._message(body, reply, rec)
+        if thinks:
+            thought = f"The user asks; I weigh it ({len(body.get('messages') or [])} messages)."
+            message["content"].insert(
+                0, {"type": "thinking", "thinking": thought, "signature": signature_of(thought)}
+            )
         if body.get("stream"):
             return Answer(events=self._events(message))
         return Answer(body=message)
@@ -318,7 +397,20 @@ class AnthropicEmulator(Emulator):
         start["usage"] = {"input_tokens": message["usage"]["input_tokens"], "output_tokens": 1}
         events = [event("message_start", message=start)]
         for i, block in enumerate(message["content"]):
-            if block["type"] == "text":
+            if block["type"] == "thinking":
+                events.append(
+                    event(
+                        "content_block_start",
+                        index=i,
+                        content_block={"type": "thinking", "thinking": "", "signature": ""},
+                    )
+                )
+                for p in pieces(block["thinking"]):
+                    delta = {"type": "thinking_delta", "thinking": p}
+                    events.append(event("content_block_delta", index=i, delta=delta))
+                delta = {"type": "signature_delta", "signature": block["signature"]}
+                events.append(event("content_block_delta", index=i, delta=delta))
+            elif block["type"] == "text":
                 events.append(
                     event("content_block_start", index=i, content_block=dict(block, text=""))
                 )
