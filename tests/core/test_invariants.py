@@ -240,7 +240,11 @@ def _fits_with_tool_outputs_shrunk(
 
 
 def _current_turn_steps(messages: Sequence[Message]) -> set[str]:
-    """The ids of the current turn's tool calls and results (those that pair up)."""
+    """The ids of the current turn's tool calls and results (those that pair up); none when
+    the turn ended with the assistant's answer (a finished turn is history)."""
+    last = messages[-1] if messages else None
+    if last is not None and last.role == "assistant" and not last.tool_calls:
+        return set()
     broken = set(broken_for_good(messages))
     return {
         m.id

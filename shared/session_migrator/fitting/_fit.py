@@ -52,6 +52,7 @@ def fit_recent(
     counter: TokenCounter,
     turn: int | None = None,
     whole: dict[int, Message] | None = None,
+    finished: bool = False,
 ) -> Fitted:
     """The newest whole units, starting at a user message, that fit in ``available`` tokens.
 
@@ -65,7 +66,8 @@ def fit_recent(
     than half, or than what the units after it need at their smallest) with the newest units
     after it that fit, each cut inside if need be while the older ones still fit at their
     smallest. Raises ``ValueError`` when not even that user message, cut down, fits in
-    ``available``.
+    ``available``. ``finished``: the turn ended with the assistant's answer, which is kept
+    before its steps (they are history: left out where they do not fit).
     """
     units = layout.units
     if not units or available <= 0:
@@ -88,7 +90,7 @@ def fit_recent(
             kept = [messages[i] for u in units[best:] for i in u.indices]
         return Fitted(kept, best, [], best_total, (range(best),))
     start = latest if latest < len(units) else None
-    return _fit_oversized_turn(messages, units, available, counter, start, whole)
+    return _fit_oversized_turn(messages, units, available, counter, start, whole, finished)
 
 
 def grow_recent(
@@ -135,6 +137,7 @@ def _fit_oversized_turn(
     counter: TokenCounter,
     start: int | None = None,
     whole: dict[int, Message] | None = None,
+    finished: bool = False,
 ) -> Fitted:
     truncated: list[str] = []
     source: Sequence[Message] = messages  # what a cut inside cuts: the originals
@@ -177,10 +180,16 @@ def _fit_oversized_turn(
     for k in range(len(tail) - 1, -1, -1):
         piece = [messages[i] for i in tail[k].indices]
         cost = tail[k].cost
-        # the older steps as they are if they can stay so, else at their smallest
+        # the older steps as they are if they can stay so, else at their smallest (a finished
+        # turn's answer comes first: its steps give way to it)
+        final = finished and k == len(tail) - 1 and not work[k]
         for older in (
-            sum(u.cost for u, w in zip(tail[:k], work, strict=False) if w),
-            sum(n for n, w in zip(least[:k], work, strict=False) if w),
+            (0,)
+            if final
+            else (
+                sum(u.cost for u, w in zip(tail[:k], work, strict=False) if w),
+                sum(n for n, w in zip(least[:k], work, strict=False) if w),
+            )
         ):
             left = room - used - older
             if cost <= left:

@@ -37,6 +37,7 @@ __all__ = [
     "check_turn_kept",
     "current_turn",
     "shrink_current_turn",
+    "turn_finished",
     "turn_kept",
     "turn_squeezed",
 ]
@@ -51,6 +52,19 @@ def current_turn(messages: Sequence[Message], layout: Layout) -> int:
         if unit.starts_turn and not is_step_result(messages[unit.indices[0]]):
             return k
     return len(units)
+
+
+def turn_finished(messages: Sequence[Message], layout: Layout, turn: int) -> bool:
+    """Whether the current turn (from unit ``turn``) has steps and ended with the assistant's
+    answer: its last message is the assistant's, with no call."""
+    if turn >= len(layout.units) - 1 or not messages:
+        return False
+    last = messages[layout.units[-1].indices[-1]]
+    return (
+        last.role == "assistant"
+        and not last.tool_calls
+        and any(messages[u.indices[0]].tool_calls for u in layout.units[turn + 1 :])
+    )
 
 
 def _older_outputs(messages: Sequence[Message], layout: Layout, turn: int) -> list[int]:

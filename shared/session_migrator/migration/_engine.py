@@ -22,6 +22,7 @@ from session_migrator.fitting._working import (
     check_turn_kept,
     current_turn,
     shrink_current_turn,
+    turn_finished,
     turn_kept,
     turn_squeezed,
 )
@@ -95,6 +96,9 @@ class _Engine:
         in_turn: dict[int, Message] = {}  # (those of the current turn)
         searched = messages  # what recall ranks: the messages as given, tool outputs whole
         turn = current_turn(messages, layout)  # (the unit the agent's current turn opens)
+        # a turn that ended with the assistant's answer is history like any other: its steps
+        # may be cut (a session handed over after a long agent turn)
+        finished = turn_finished(messages, layout, turn)
         if layout.counted_from or layout.units_cost > available:
             # the first tier: older turns' tool outputs shrink before any turn is left out (a
             # ledger's shrunk view keeps its cut between fits in a cache of its own: see
@@ -202,7 +206,13 @@ class _Engine:
             for attempt, (extra_room, reserve) in enumerate(tries):
                 try:
                     recent = fit_recent(
-                        messages, layout, available - extra_room - reserve, counter, turn, shrunk_at
+                        messages,
+                        layout,
+                        available - extra_room - reserve,
+                        counter,
+                        turn,
+                        shrunk_at,
+                        finished,
                     )
                     break
                 except ValueError:
@@ -228,13 +238,13 @@ class _Engine:
             need = left + note_reserve(messages, layout, counter) if left else 0
             if need < extra_room:
                 recent = fit_recent(
-                    messages, layout, available - need - reserve, counter, turn, shrunk_at
+                    messages, layout, available - need - reserve, counter, turn, shrunk_at, finished
                 )
         if (extra_room or reserve) and turn_squeezed(recent, layout, turn, messages):
             # the current turn's work comes before a summary, recall or free room
             reserve = 0
-            recent = fit_recent(messages, layout, available, counter, turn, shrunk_at)
-        if not turn_kept(recent, layout, turn, messages):
+            recent = fit_recent(messages, layout, available, counter, turn, shrunk_at, finished)
+        if not turn_kept(recent, layout, turn, messages) and not finished:
             whole_system = sum(counter.count_message(messages[i]) for i in layout.system)
             fixed = REPLY_PRIMING + whole_system
             check_turn_kept(recent, layout, turn, messages, budget, fixed, counter, shrunk_at)
