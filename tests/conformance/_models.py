@@ -60,6 +60,7 @@ def models() -> dict[str, ServedModel]:
         _served("gpt-4", "openai"),
         _served("gpt-3.5-turbo-0613", "openai"),
         _served("gpt-4o-mini", "openai"),
+        _served("o4-mini", "openai"),  # a reasoning model (the Responses API cells)
         _served("claude-3-7-sonnet-20250219", "anthropic"),
         _served("claude-sonnet-4-20250514", "anthropic"),
         # Claude 3 and 3.5: "prompt is too long" only; max_tokens checked against the cap alone
