@@ -1,16 +1,22 @@
-"""Loopback emulators of the self-hosted servers that speak OpenAI's Chat Completions API: vLLM
-(and SGLang, which answers ``/v1/models`` the same way), llama.cpp's server (and llamafile, which
-is that server) and LM Studio.
+"""Loopback emulators of the self-hosted servers that speak OpenAI's Chat Completions API: vLLM,
+SGLang, Hugging Face TGI, llama.cpp's server (and llamafile, which is that server) and LM Studio.
 
 Each serves one model with the window it was started with, says so where the real server does
-(vLLM: ``max_model_len`` in ``/v1/models``; llama.cpp: ``n_ctx`` in ``/props``; LM Studio:
-``loaded_context_length`` in ``/api/v0/models/<id>``), counts the prompt as
+(vLLM and SGLang: ``max_model_len`` in ``/v1/models``; TGI: ``max_total_tokens`` in ``/info``;
+llama.cpp: ``n_ctx`` in ``/props``; LM Studio: ``loaded_context_length`` in
+``/api/v0/models/<id>``), counts the prompt as
 :mod:`tests.conformance._openai_api` does (``cl100k_base``), and refuses an over-long request
 with its own 400:
 
 - vLLM: ``{"object": "error", "message": "This model's maximum context length is N tokens.
   However, you requested M tokens (P in the messages, O in the completion). Please reduce the
   length of the messages or completion.", "type": "BadRequestError", "code": 400}``;
+- SGLang: the same shape, "Requested token count exceeds the model's maximum context length of
+  N tokens. You requested a total of M tokens: P tokens from the input messages and O tokens for
+  the completion. Please reduce the number of tokens in the input messages or the completion to
+  fit within the limit.";
+- TGI: 422 ``{"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= N.
+  Given: P `inputs` tokens and O `max_new_tokens`", "error_type": "validation"}``;
 - llama.cpp: ``{"error": {"code": 400, "message": "the request exceeds the available context
   size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": P,
   "n_ctx": N}}``;
@@ -26,7 +32,7 @@ from tests.conformance._http import Recorded, Refusal
 from tests.conformance._models import ServedModel
 from tests.conformance._openai_api import OpenAIEmulator
 
-RUNTIMES = ("vllm", "llama.cpp", "lmstudio")
+RUNTIMES = ("vllm", "sglang", "tgi", "llama.cpp", "lmstudio")
 
 
 class ServingEmulator(OpenAIEmulator):
@@ -47,9 +53,16 @@ class ServingEmulator(OpenAIEmulator):
         m = self.model
         if path == "/v1/models":
             entry: dict[str, Any] = {"id": m.name, "object": "model", "owned_by": self.runtime}
-            if self.runtime == "vllm":
+            if self.runtime in ("vllm", "sglang"):
                 entry["max_model_len"] = m.window
             return {"object": "list", "data": [entry]}
+        if path == "/info" and self.runtime == "tgi":
+            return {
+                "model_id": m.name,
+                "max_input_tokens": m.window - 1,
+                "max_total_tokens": m.window,
+                "router": "text-generation-router",
+            }
         if path == "/props" and self.runtime == "llama.cpp":
             return {"default_generation_settings": {"n_ctx": m.window}, "total_slots": 1}
         if path == f"/api/v0/models/{m.name}" and self.runtime == "lmstudio":
@@ -72,6 +85,31 @@ class ServingEmulator(OpenAIEmulator):
                     "type": "BadRequestError",
                     "param": None,
                     "code": 400,
+                },
+            )
+        if self.runtime == "sglang":
+            raise Refusal(
+                400,
+                {
+                    "object": "error",
+                    "message": "Requested token count exceeds the model's maximum context length "
+                    f"of {model.window} tokens. You requested a total of {prompt + out} tokens: "
+                    f"{prompt} tokens from the input messages and {out} tokens for the "
+                    "completion. Please reduce the number of tokens in the input messages or "
+                    "the completion to fit within the limit.",
+                    "type": "BadRequestError",
+                    "param": None,
+                    "code": 400,
+                },
+            )
+        if self.runtime == "tgi":
+            raise Refusal(
+                422,
+                {
+                    "error": "Input validation error: `inputs` tokens + `max_new_tokens` must be "
+                    f"<= {model.window}. Given: {prompt} `inputs` tokens and {out} "
+                    "`max_new_tokens`",
+                    "error_type": "validation",
                 },
             )
         if self.runtime == "llama.cpp":

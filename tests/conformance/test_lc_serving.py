@@ -1,5 +1,6 @@
 """ChatOpenAI(base_url=...) and init_chat_model("openai:...", base_url=...) at self-hosted
-servers (vLLM, llama.cpp's server, LM Studio): the window is the server's, asked once.
+servers (vLLM, SGLang, TGI, llama.cpp's server, LM Studio): the window is the server's, asked
+once.
 
 A model the table does not know at all (``my-finetune``) and one it knows with a far larger
 window (``meta-llama/Llama-3.1-8B-Instruct``, 131k in the table, served here with 6,144) are
@@ -21,11 +22,15 @@ from tests.conformance.conftest import assert_conforms, guard_note
 
 SOURCES = {
     "vllm": "vllm:/v1/models",
+    "sglang": "sglang:/v1/models",
+    "tgi": "tgi:/info",
     "llama.cpp": "llama.cpp:/props",
     "lmstudio": "lmstudio:/api/v0/models",
 }
 REFUSALS = {
     "vllm": "This model's maximum context length is 6144 tokens",
+    "sglang": "exceeds the model's maximum context length of 6144 tokens",
+    "tgi": "must be <= 6144",
     "llama.cpp": "exceed_context_size_error",
     "lmstudio": "loaded with context length of only 6144 tokens",
 }
@@ -62,6 +67,6 @@ def test_fitted_to_the_served_window(
 def test_unguarded_is_refused_with_the_servers_message(
     server: ServingEmulator, long_thread: tuple[tuple[str, str], ...]
 ) -> None:
-    with pytest.raises(Exception, match="400"):
+    with pytest.raises(Exception, match="400|422"):
         _chat(server, "ChatOpenAI").invoke(lc_messages(long_thread))  # type: ignore[attr-defined]
     assert REFUSALS[server.runtime] in str(server.refusals[-1].error), server.report()
