@@ -67,6 +67,6 @@ def test_fitted_to_the_served_window(
 def test_unguarded_is_refused_with_the_servers_message(
     server: ServingEmulator, long_thread: tuple[tuple[str, str], ...]
 ) -> None:
-    with pytest.raises(Exception, match="400|422"):
+    with pytest.raises(Exception, match=r"400|422"):
         _chat(server, "ChatOpenAI").invoke(lc_messages(long_thread))  # type: ignore[attr-defined]
     assert REFUSALS[server.runtime] in str(server.refusals[-1].error), server.report()
