@@ -45,6 +45,9 @@ from langchain_session_migrator._summarizer import LangChainSummarizer
 
 if TYPE_CHECKING:
     from langchain_session_migrator._middleware import FitToModelMiddleware
+    from langchain_session_migrator._middleware import (
+        state_read_context_tool as read_context_tool,
+    )
 
 __all__ = [
     "FitToModel",
@@ -58,11 +61,20 @@ __all__ = [
     "message_to_core",
     "messages_from_core",
     "messages_to_core",
+    "read_context_tool",
     "window_for",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "read_context_tool":
+        try:
+            from langchain_session_migrator._middleware import state_read_context_tool
+        except ImportError as exc:  # pragma: no cover - exercised without the extra
+            raise MissingDependencyError(
+                "read_context_tool (LangChain v1 agents, LangGraph)", "langchain"
+            ) from exc
+        return state_read_context_tool
     if name == "FitToModelMiddleware":
         try:
             from langchain_session_migrator._middleware import FitToModelMiddleware

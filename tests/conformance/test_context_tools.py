@@ -167,3 +167,55 @@ def test_function_agent_without_the_tool_never_sees_the_line(needle_api: NeedleE
     assert NEEDLE not in answer
     assert calls == 1
     assert not any(NEEDLE in body for body in needle_api.sent())
+
+
+# -- LangGraph: a StateGraph tool loop whose model node calls a FitToModel guard ----------------
+
+
+def run_graph(api: NeedleEmulator, with_tool: bool) -> list[tuple[int, str]]:
+    """Each turn of :data:`QUESTIONS` on one checkpointed thread of a hand-built loop: a model
+    node (``FitToModel`` with the tools bound) and a ``ToolNode`` (``read_context_tool()`` reads
+    the graph's own state)."""
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from langchain_session_migrator import FitToModel, read_context_tool
+
+    tools = [fetch_log, service_status, *([read_context_tool()] if with_tool else [])]
+    llm = ChatOpenAI(model=MODEL, base_url=api.base_url, api_key="test")  # type: ignore[arg-type]
+    model = FitToModel(llm).bind_tools(tools)
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", call_model)
+    builder.add_node("tools", ToolNode(tools))
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", tools_condition)
+    builder.add_edge("tools", "model")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "needle-graph"}}
+    turns = []
+    for question in QUESTIONS:
+        before = len(api.requests)
+        state = graph.invoke({"messages": [HumanMessage(question)]}, config)
+        turns.append((len(api.requests) - before, str(state["messages"][-1].content)))
+    return turns
+
+
+def test_a_langgraph_loop_reads_the_cut_line_back(needle_api: NeedleEmulator) -> None:
+    turns = run_graph(needle_api, with_tool=True)
+    assert_conforms(needle_api, at_least=len(QUESTIONS) * 2)
+    calls, answer = turns[-1]
+    assert NEEDLE in answer, needle_api.report()
+    assert calls == 2
+    assert NEEDLE not in needle_api.sent()[-2]
+    assert [c for c, _ in turns[:-1]] == [2] * (len(QUESTIONS) - 1)
+
+
+def test_a_langgraph_loop_without_the_tool_never_sees_the_line(needle_api: NeedleEmulator) -> None:
+    turns = run_graph(needle_api, with_tool=False)
+    _, answer = turns[-1]
+    assert NEEDLE not in answer
+    assert not any(NEEDLE in body for body in needle_api.sent())

@@ -40,6 +40,7 @@ def test_public_surface_is_pinned() -> None:
         "message_to_core",
         "messages_from_core",
         "messages_to_core",
+        "read_context_tool",
         "window_for",
     ]
     for name in langchain_session_migrator.__all__:
