@@ -1,7 +1,11 @@
 """Reading back what a fit cut or shrunk: :func:`read_context` pages the original text of a
 message by its id (from a list of the original messages), :func:`list_placeholders` lists
 the ids a fit's report says were dropped, summarized or cut inside. Each page is capped
-(``limit`` characters) and says how to get the next one."""
+(``limit`` characters) and says how to get the next one.
+
+Sub-agents: :func:`parent_note` is what a child session is told of its parent (a fit of a
+session whose metadata names a ``parent_session_id`` sends it on its own), :func:`child_result`
+what a parent is given of a child's run."""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ from collections.abc import Sequence
 
 from session_migrator.messages._messages import Message
 from session_migrator.migration._report import MigrationReport
+from session_migrator.sessions._parent import parent_note
 
-__all__ = ["DEFAULT_LIMIT", "list_placeholders", "read_context"]
+__all__ = ["DEFAULT_LIMIT", "child_result", "list_placeholders", "parent_note", "read_context"]
 
 #: The most characters one page holds unless told (about 1,000 tokens).
 DEFAULT_LIMIT = 4_000
@@ -41,3 +46,19 @@ def list_placeholders(report: MigrationReport) -> list[dict[str, str]]:
     rows += [{"id": i, "kind": "summarized"} for i in report.summarized_ids]
     rows += [{"id": i, "kind": "truncated"} for i in report.truncated_ids]
     return rows
+
+
+def child_result(messages: Sequence[Message], limit: int = DEFAULT_LIMIT // 2) -> str:
+    """What a parent agent is given of a sub-agent's run (its ``messages``): the sub-agent's
+    final answer (cut to ``limit`` characters, its head and tail kept) and one line on the work
+    behind it, not the whole transcript (it stays in the sub-agent's session)."""
+    answers = [m for m in messages if m.role == "assistant" and not m.tool_calls and m.text]
+    calls = sum(len(m.tool_calls) for m in messages)
+    answer = answers[-1].text if answers else ""
+    if len(answer) > limit:
+        half = max(limit // 2 - 10, 1)
+        answer = (
+            f"{answer[:half]}\n[... {len(answer) - 2 * half:,} characters ...]\n{answer[-half:]}"
+        )
+    work = f"[sub-agent: {len(messages)} messages, {calls} tool call(s); its transcript is kept]"
+    return f"{answer}\n{work}" if answer else f"(the sub-agent gave no answer)\n{work}"

@@ -36,8 +36,9 @@ from session_migrator.models._windows import ModelWindow
 from session_migrator.recall._embeddings import as_embeddings, session_vectors
 from session_migrator.recall._related import RecallScope, RelatedSessions, check_scope
 from session_migrator.sessions._compactor import Compactor
-from session_migrator.sessions._facts import FACTS_SHARE, facts_note, with_facts
+from session_migrator.sessions._facts import FACTS_SHARE, with_facts
 from session_migrator.sessions._keys import FitKey, log_migration, related_key
+from session_migrator.sessions._parent import session_notes
 from session_migrator.summaries._ahead import Ahead
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
@@ -258,8 +259,10 @@ class SessionFitter:
             strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
             counter = counter or default_counter(window)
             related = self._related_sessions()
-            facts = self._facts_note(window, counter)
-            facts_cost = counter.count_message(facts) if facts is not None else 0
+            notes = session_notes(
+                self.store, self.session_id, self.metadata, self.user_facts, window, counter
+            )
+            notes_cost = [counter.count_message(n) for n in notes]
             key = FitKey(
                 len(messages),
                 messages[-1].id if messages else None,
@@ -273,7 +276,7 @@ class SessionFitter:
                 check_pending(pending_tool_calls),
                 related_key(related),
                 self._ahead.written if self._ahead is not None else 0,
-                (facts.text,) if facts is not None else (),
+                tuple(n.text for n in notes),
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -286,7 +289,7 @@ class SessionFitter:
                 reserve_output=self.reserve_output,
                 counter=counter,
                 previous_summary=previous[0] if previous else None,
-                extra_reserved=extra_reserved + facts_cost,
+                extra_reserved=extra_reserved + sum(notes_cost),
                 source_model=self._previous_target(),
                 pending_tool_calls=pending_tool_calls,
                 related=related,
@@ -294,8 +297,8 @@ class SessionFitter:
                 embeddings=session_vectors(self),
             )
             result = fit_messages(ledger.messages, window, options, ledger)
-            if facts is not None:
-                result = with_facts(result, facts, facts_cost)
+            for note, cost in zip(notes, notes_cost, strict=True):
+                result = with_facts(result, note, cost)
             try:
                 self._persist_counts(messages, counter)
                 if result.summary is not None:
@@ -376,11 +379,6 @@ class SessionFitter:
             info = self.store.get_session(self.session_id)
             user = info.metadata.get("user_id") if info is not None else None
         return user if isinstance(user, str) and user else None
-
-    def _facts_note(self, window: ModelWindow, counter: TokenCounter) -> Message | None:
-        """The note of the user's facts (``None``: no user, no fact, or off)."""
-        user = self._user_id() if self.user_facts else None
-        return None if user is None else facts_note(self.store, user, window, counter)
 
     def _ledger_for(self, messages: list[Message], counter: TokenCounter) -> Ledger:
         """The ledger of ``messages`` by ``counter``, brought up to date (only the messages new
