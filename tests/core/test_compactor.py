@@ -387,3 +387,24 @@ def test_a_lease_that_cannot_be_taken_fails_the_job() -> None:
         )
     finally:
         compactor.close()
+
+
+def test_each_fitter_holds_the_lease_as_an_owner_of_its_own() -> None:
+    import os
+
+    from session_migrator.store import open_store
+
+    store = open_store("memory://")
+    summarizer = Gated()
+    a, b = _shared(store, summarizer, None), _shared(store, summarizer, None)
+    _past_budget(a)
+    first, second = a._compaction_lease(), b._compaction_lease()
+    assert first.owner != second.owner
+    assert f":{os.getpid()}:" in first.owner
+    assert first.acquire(30)
+    assert first.acquire(30)  # (its own: renewed)
+    assert not second.acquire(30)
+    second.release()  # (not its own: left as it is)
+    assert not second.acquire(30)
+    first.release()
+    assert second.acquire(30)

@@ -38,7 +38,7 @@ from session_migrator.recall._related import RecallScope, RelatedSessions, check
 from session_migrator.sessions._compactor import Compactor
 from session_migrator.sessions._facts import FACTS_SHARE, facts_note, with_facts
 from session_migrator.sessions._keys import FitKey, log_migration, related_key
-from session_migrator.sessions._lease import StoreLease
+from session_migrator.sessions._lease import StoreLease, new_owner
 from session_migrator.summaries._ahead import Ahead
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
@@ -145,8 +145,9 @@ class SessionFitter:
         self._last_target_loaded = False
         # the summaries written ahead (with a compactor, or once compact() was called)
         self._ahead: Ahead | None = Ahead() if self.compactor is not None else None
-        # one compaction of the session at a time, across processes: this fitter's lease
-        self._lease = StoreLease(lambda: self.store, session_id)
+        # one compaction of the session at a time, across processes: the store's lease
+        # ``compaction`` of the session, held as this fitter (see ._lease)
+        self._lease_owner = new_owner()
 
     @property
     def store(self) -> BaseSessionStore:
@@ -314,7 +315,9 @@ class SessionFitter:
                 return result
             self._cache = (key, result)
             if self.compactor is not None and self._ahead is not None and self.summarizer:
-                self.compactor.submit(self._ahead, self.summarizer, counter, self._lease)
+                self.compactor.submit(
+                    self._ahead, self.summarizer, counter, self._compaction_lease()
+                )
             return result
 
     def compact(self, target: str | ModelWindow) -> bool:
@@ -334,7 +337,11 @@ class SessionFitter:
         if held is None:
             return False
         compactor = self.compactor or Compactor.default()
-        return compactor.run_now(ahead, self.summarizer, held[0], self._lease)
+        return compactor.run_now(ahead, self.summarizer, held[0], self._compaction_lease())
+
+    def _compaction_lease(self) -> StoreLease:
+        """The session's ``compaction`` lease in the store, held as this fitter."""
+        return StoreLease(self.store, self.session_id, owner=self._lease_owner)
 
     @property
     def compaction(self) -> dict[str, Any]:

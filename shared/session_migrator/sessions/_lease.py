@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -31,11 +30,11 @@ def new_owner() -> str:
 
 
 class StoreLease:
-    """Lease ``name`` of ``session_id`` in the store ``store()`` gives, held as ``owner``."""
+    """Lease ``name`` of ``session_id`` in ``store``, held as ``owner`` (default: a new one)."""
 
     def __init__(
         self,
-        store: Callable[[], BaseSessionStore],
+        store: BaseSessionStore,
         session_id: str,
         *,
         name: str = COMPACTION,
@@ -47,10 +46,10 @@ class StoreLease:
         self.owner = owner or new_owner()
 
     def acquire(self, ttl_seconds: float) -> bool:
-        return self._store().acquire_lease(self.session_id, self.name, self.owner, ttl_seconds)
+        return self._store.acquire_lease(self.session_id, self.name, self.owner, ttl_seconds)
 
     def release(self) -> None:
-        self._store().release_lease(self.session_id, self.name, self.owner)
+        self._store.release_lease(self.session_id, self.name, self.owner)
 
     def __repr__(self) -> str:
         return f"StoreLease({self.session_id!r}, {self.name!r}, owner={self.owner!r})"
