@@ -398,7 +398,10 @@ def test_each_fitter_holds_the_lease_as_an_owner_of_its_own() -> None:
     summarizer = Gated()
     a, b = _shared(store, summarizer, None), _shared(store, summarizer, None)
     _past_budget(a)
-    first, second = a._compaction_lease(), b._compaction_lease()
+    from session_migrator.sessions._lease import StoreLease
+
+    first = StoreLease(store, "bg-shared", owner=a._lease_owner)
+    second = StoreLease(store, "bg-shared", owner=b._lease_owner)
     assert first.owner != second.owner
     assert f":{os.getpid()}:" in first.owner
     assert first.acquire(30)

@@ -72,8 +72,7 @@ class SessionFitter:
     writes the summaries of the cut part in the background, a step before the cut moves, so
     that no fit waits for the summarizer (:mod:`session_migrator.sessions._compactor`);
     :meth:`compact` writes the one asked for now, for a scheduler. One compaction of a session
-    runs at a time across processes: each holds the session's ``compaction`` lease in the store
-    while its summarizer runs (:mod:`session_migrator.sessions._lease`).
+    runs at a time across processes (a lease in the store, :mod:`.sessions._lease`).
 
     ``user_facts``: when the session has a ``user_id`` (in ``metadata`` or in the store), the
     plain facts the user states ("I'm vegetarian", "my daughter is allergic to peanuts", "I
@@ -145,9 +144,7 @@ class SessionFitter:
         self._last_target_loaded = False
         # the summaries written ahead (with a compactor, or once compact() was called)
         self._ahead: Ahead | None = Ahead() if self.compactor is not None else None
-        # one compaction of the session at a time, across processes: the store's lease
-        # ``compaction`` of the session, held as this fitter (see ._lease)
-        self._lease_owner = new_owner()
+        self._lease_owner = new_owner()  # (its compaction lease's owner, see ._lease)
 
     @property
     def store(self) -> BaseSessionStore:
@@ -315,9 +312,8 @@ class SessionFitter:
                 return result
             self._cache = (key, result)
             if self.compactor is not None and self._ahead is not None and self.summarizer:
-                self.compactor.submit(
-                    self._ahead, self.summarizer, counter, self._compaction_lease()
-                )
+                lease = StoreLease(self.store, self.session_id, owner=self._lease_owner)
+                self.compactor.submit(self._ahead, self.summarizer, counter, lease)
             return result
 
     def compact(self, target: str | ModelWindow) -> bool:
@@ -337,11 +333,8 @@ class SessionFitter:
         if held is None:
             return False
         compactor = self.compactor or Compactor.default()
-        return compactor.run_now(ahead, self.summarizer, held[0], self._compaction_lease())
-
-    def _compaction_lease(self) -> StoreLease:
-        """The session's ``compaction`` lease in the store, held as this fitter."""
-        return StoreLease(self.store, self.session_id, owner=self._lease_owner)
+        lease = StoreLease(self.store, self.session_id, owner=self._lease_owner)
+        return compactor.run_now(ahead, self.summarizer, held[0], lease)
 
     @property
     def compaction(self) -> dict[str, Any]:
