@@ -256,3 +256,161 @@ def test_the_langchain_history_reads_without_waiting(compactor: Compactor) -> No
     assert summarizer.calls >= 2
     assert threading.current_thread().name not in summarizer.threads
     assert any(AHEAD in note for note in notes)
+
+
+# -- one compaction per session at a time, across processes (the store's lease) -----------------
+
+WAITING = "waiting: another process is compacting"
+
+
+def _shared(store: object, summarizer: Gated, compactor: Compactor | None) -> SessionFitter:
+    return SessionFitter(
+        "bg-shared",
+        store=store,  # type: ignore[arg-type]
+        strategy="summarize",
+        summarizer=summarizer,
+        reserve_output=0,
+        compactor=compactor,
+    )
+
+
+def _past_budget(fitter: SessionFitter, turns: int = 120) -> None:
+    fitter.append([Message("system", "You answer questions about orders.")])
+    for n in range(turns):
+        fitter.append([Message("user", f"When does order {n} ship from the north warehouse?")])
+        fitter.append([Message("assistant", f"Order {n} ships on day {n % 7} of the week.")])
+
+
+def test_a_second_fitter_waits_while_another_compacts_the_session() -> None:
+    from session_migrator.store import open_store
+
+    store = open_store("memory://")
+    gate = threading.Event()
+    first, second = Gated(gate), Gated(gate)
+    compactors = [Compactor(workers=1, timeout=10), Compactor(workers=1, timeout=10)]
+    try:
+        a = _shared(store, first, compactors[0])
+        _past_budget(a)
+        b = _shared(store, second, compactors[1])
+        a.fit(WINDOW)  # a's job takes the lease, and its summarizer is held
+        for _ in range(100):
+            if first.calls:
+                break
+            threading.Event().wait(0.01)
+        assert first.calls == 1
+        b.fit(WINDOW)  # b's job finds the lease taken: it calls nothing
+        assert compactors[1].wait(10)
+        assert second.calls == 0
+        assert b.compaction["state"] == WAITING
+        assert compactors[1].status()["waiting"] == 1
+        gate.set()
+        assert compactors[0].wait(10)
+        assert a.compaction["state"] == "ready"
+        # the lease was let go, and b's plan is still asked for: b's next fit asks again
+        assert store.acquire_lease("bg-shared", "compaction", "someone", 30)
+        assert store.release_lease("bg-shared", "compaction", "someone")
+        b.append([Message("user", "And order 500?")])
+        b.fit(WINDOW)
+        assert compactors[1].wait(10)
+        assert second.calls == 1
+        assert b.compaction["state"] == "ready"
+    finally:
+        gate.set()
+        for compactor in compactors:
+            compactor.close()
+
+
+def test_compact_writes_nothing_while_another_process_holds_the_lease() -> None:
+    from session_migrator.store import open_store
+
+    store = open_store("memory://")
+    summarizer = Gated()
+    summarizer.gate.set()
+    fitter = _shared(store, summarizer, None)
+    _past_budget(fitter)
+    assert store.acquire_lease("bg-shared", "compaction", "another-process", 30)
+    assert not fitter.compact(WINDOW)
+    assert summarizer.calls == 0
+    assert fitter.compaction["state"] == WAITING
+    assert store.release_lease("bg-shared", "compaction", "another-process")
+    assert fitter.compact(WINDOW)  # (the plan was still asked for)
+    assert summarizer.calls == 1
+
+
+def test_the_lease_is_let_go_when_the_summarizer_fails_or_hangs() -> None:
+    from session_migrator.store import open_store
+
+    store = open_store("memory://")
+    gate = threading.Event()
+    gate.set()
+    failing = Gated(gate, fail=True)
+    fitter = _shared(store, failing, None)
+    _past_budget(fitter)
+    assert not fitter.compact(WINDOW)
+    assert failing.calls == 1
+    assert fitter.compaction["state"].startswith("failed: ")
+    assert store.acquire_lease("bg-shared", "compaction", "another-process", 30)
+    assert store.release_lease("bg-shared", "compaction", "another-process")
+    compactor = Compactor(workers=1, timeout=0.2)
+    hanging = Gated()  # never answers
+    try:
+        other = _shared(store, hanging, compactor)
+        other.fit(WINDOW)
+        assert compactor.wait(10)
+        assert other.compaction["state"] == "failed: the summarizer took over 0.2 s"
+        assert store.acquire_lease("bg-shared", "compaction", "another-process", 30)
+    finally:
+        hanging.gate.set()
+        compactor.close()
+
+
+def test_a_lease_that_cannot_be_taken_fails_the_job() -> None:
+    from session_migrator.sessions._compactor import Lease
+
+    class Broken:
+        def acquire(self, ttl_seconds: float) -> bool:
+            raise RuntimeError("the store is down")
+
+        def release(self) -> None:
+            raise AssertionError("not held: not released")
+
+    lease: Lease = Broken()
+    summarizer = Gated()
+    summarizer.gate.set()
+    covered = [Message("user", f"turn {k}", id=f"m{k}") for k in range(5)]
+    ahead = Ahead()
+    ahead.want(Plan(tuple(covered), 100, None, digest_of(covered)))
+    compactor = Compactor(workers=1, timeout=10)
+    try:
+        assert not compactor.run_now(ahead, summarizer, _counter(), lease)
+        assert summarizer.calls == 0
+        assert (
+            ahead.status()["state"]
+            == "failed: the compaction lease: RuntimeError: the store is down"
+        )
+    finally:
+        compactor.close()
+
+
+def test_each_fitter_holds_the_lease_as_an_owner_of_its_own() -> None:
+    import os
+
+    from session_migrator.store import open_store
+
+    store = open_store("memory://")
+    summarizer = Gated()
+    a, b = _shared(store, summarizer, None), _shared(store, summarizer, None)
+    _past_budget(a)
+    from session_migrator.sessions._lease import StoreLease
+
+    first = StoreLease(store, "bg-shared", owner=a._lease_owner)
+    second = StoreLease(store, "bg-shared", owner=b._lease_owner)
+    assert first.owner != second.owner
+    assert f":{os.getpid()}:" in first.owner
+    assert first.acquire(30)
+    assert first.acquire(30)  # (its own: renewed)
+    assert not second.acquire(30)
+    second.release()  # (not its own: left as it is)
+    assert not second.acquire(30)
+    first.release()
+    assert second.acquire(30)

@@ -266,7 +266,8 @@ def _assert_redis_keys_are_digests(store: BaseSessionStore) -> None:
     prefix = re.escape(store.prefix)
     pattern = re.compile(
         rf"{prefix}(schema|sessions|(ws|user):[0-9a-f]{{32}}|s:[0-9a-f]{{32}}:"
-        r"(meta|order|bodies|times|offload|tokens|summary|migrations))"
+        r"(meta|order|bodies|times|offload|tokens|summary|migrations|leases"
+        r"|lease:[0-9a-f]{32}))"
     )
     keys = [k.decode() for k in store._client.scan_iter(match=f"{store.prefix}*")]
     assert keys
@@ -381,7 +382,7 @@ def test_sqlite_schema_is_migrated_from_the_first_one(tmp_path: Path) -> None:
     conn.close()
     assert names == [
         "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors",
-        "0005_vectors_by_text", "0006_numeric_user_ids",
+        "0005_vectors_by_text", "0006_numeric_user_ids", "0007_leases",
     ]  # fmt: skip
 
 
@@ -408,7 +409,7 @@ def test_postgres_schema_is_migrated_from_the_first_one(postgres_url: str) -> No
         names = [r[0] for r in conn.execute("SELECT name FROM sm_schema_migrations ORDER BY name")]
     assert names == [
         "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors",
-        "0005_vectors_by_text", "0006_numeric_user_ids",
+        "0005_vectors_by_text", "0006_numeric_user_ids", "0007_leases",
     ]  # fmt: skip
 
 

@@ -19,22 +19,46 @@ background: no request waits for a summarizer.
   store's revision check, so of two processes the first writer's stands.
 - **A summarizer that fails or hangs** leaves the fit on the offline summary (twice failed, a
   cut part is not asked for again).
+- **One compaction per conversation at a time, across processes**: given a :class:`Lease` (the
+  fitter's is the lease ``compaction`` of its session in its store, see
+  :mod:`session_migrator.sessions._lease`), a job takes it before it calls the summarizer, for
+  ``timeout`` plus :data:`LEASE_MARGIN` seconds, and lets it go once written (or failed). While
+  another process holds it the job calls nothing: its plan stays asked for (a later fit asks
+  again) and the conversation's state says ``waiting: another process is compacting``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
-from typing import Any
+from typing import Any, Protocol
 
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._lead import summary_message
 from session_migrator.summaries._ahead import Ahead, Plan
 from session_migrator.summaries._summarizers import Summarizer
 
-__all__ = ["Compactor"]
+__all__ = ["LEASE_MARGIN", "WAITING", "Compactor", "Lease"]
+
+#: Seconds a compaction lease outlives the compactor's ``timeout`` (a job ends by then).
+LEASE_MARGIN = 10.0
+#: Why a job did not call the summarizer: another holder of the conversation's lease.
+WAITING = "another process is compacting"
+
+
+class Lease(Protocol):
+    """Who compacts a conversation now, across processes (the fitter's: a store lease)."""
+
+    def acquire(self, ttl_seconds: float) -> bool:
+        """Hold it for ``ttl_seconds`` (renewed when held already); whether it is held now."""
+        ...
+
+    def release(self) -> None:
+        """Let it go (only if held)."""
+        ...
 
 
 class Compactor:
@@ -42,7 +66,7 @@ class Compactor:
 
     >>> compactor = Compactor(workers=1, timeout=60)
     >>> compactor.status()
-    {'pending': 0, 'written': 0, 'failed': 0}
+    {'pending': 0, 'written': 0, 'failed': 0, 'waiting': 0}
     >>> compactor.close()
     """
 
@@ -64,6 +88,8 @@ class Compactor:
         self._closed = False
         self.written = 0
         self.failed = 0
+        #: jobs that found another process compacting their conversation (asked for again)
+        self.waiting = 0
 
     @classmethod
     def default(cls) -> Compactor:
@@ -73,10 +99,17 @@ class Compactor:
                 cls._default = cls()
             return cls._default
 
-    def submit(self, ahead: Ahead, summarizer: Summarizer, counter: TokenCounter) -> bool:
+    def submit(
+        self,
+        ahead: Ahead,
+        summarizer: Summarizer,
+        counter: TokenCounter,
+        lease: Lease | None = None,
+    ) -> bool:
         """Start writing the summary ``ahead`` asks for; ``False`` when nothing is asked for,
         one is being written for this conversation already, or the compactor is full or
-        closed (the plan stays asked for)."""
+        closed (the plan stays asked for). With a ``lease``, the job writes only while it
+        holds it (see the module docstring)."""
         with self._lock:
             if self._closed or id(ahead) in self._jobs or len(self._jobs) >= self.max_pending:
                 return False
@@ -87,26 +120,61 @@ class Compactor:
                 ahead.running = plan.key
                 ahead.state = "pending"
             generation = self._generation
-            future = self._pool.submit(self._run, ahead, plan, summarizer, counter, generation)
+            future = self._pool.submit(
+                self._run, ahead, plan, summarizer, counter, generation, lease
+            )
             self._jobs[id(ahead)] = (ahead, future)
         future.add_done_callback(lambda _: self._done(ahead))
         return True
 
-    def run_now(self, ahead: Ahead, summarizer: Summarizer, counter: TokenCounter) -> bool:
+    def run_now(
+        self,
+        ahead: Ahead,
+        summarizer: Summarizer,
+        counter: TokenCounter,
+        lease: Lease | None = None,
+    ) -> bool:
         """Write the summary ``ahead`` asks for in this thread (a scheduler's ``compact()``);
-        whether one was written."""
+        whether one was written (not while another holds ``lease``)."""
         plan = ahead.take_wanted()
         if plan is None:
             return False
         with ahead.lock:
             ahead.running = plan.key
         written_before = ahead.written
-        self._run(ahead, plan, summarizer, counter, self._generation)
+        self._run(ahead, plan, summarizer, counter, self._generation, lease)
         with ahead.lock:
             ahead.running = None
         return ahead.written > written_before
 
     def _run(
+        self,
+        ahead: Ahead,
+        plan: Plan,
+        summarizer: Summarizer,
+        counter: TokenCounter,
+        generation: int,
+        lease: Lease | None = None,
+    ) -> None:
+        if lease is not None:
+            try:
+                held = lease.acquire(self.timeout + LEASE_MARGIN)
+            except Exception as exc:  # (the store is down, the session deleted, ...)
+                ahead.fail(plan, f"the compaction lease: {type(exc).__name__}: {exc}")
+                self.failed += 1
+                return
+            if not held:
+                ahead.postpone(plan, WAITING)
+                self.waiting += 1
+                return
+        try:
+            self._write(ahead, plan, summarizer, counter, generation)
+        finally:
+            if lease is not None:
+                with contextlib.suppress(Exception):  # (else it runs out by itself)
+                    lease.release()
+
+    def _write(
         self,
         ahead: Ahead,
         plan: Plan,
@@ -196,7 +264,13 @@ class Compactor:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def status(self) -> dict[str, int]:
-        """Jobs under way, summaries written and compactions failed, since it was made."""
+        """Jobs under way, summaries written, compactions failed, and jobs that found another
+        process compacting their conversation (``waiting``), since it was made."""
         with self._lock:
             pending = len(self._jobs)
-        return {"pending": pending, "written": self.written, "failed": self.failed}
+        return {
+            "pending": pending,
+            "written": self.written,
+            "failed": self.failed,
+            "waiting": self.waiting,
+        }

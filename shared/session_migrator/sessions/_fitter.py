@@ -38,6 +38,7 @@ from session_migrator.recall._related import RecallScope, RelatedSessions, check
 from session_migrator.sessions._compactor import Compactor
 from session_migrator.sessions._facts import FACTS_SHARE, with_facts
 from session_migrator.sessions._keys import FitKey, log_migration, related_key
+from session_migrator.sessions._lease import StoreLease, new_owner
 from session_migrator.sessions._parent import session_notes
 from session_migrator.summaries._ahead import Ahead
 from session_migrator.summaries._summarizers import Summarizer, Summary
@@ -71,7 +72,8 @@ class SessionFitter:
     ``compactor``: a :class:`~session_migrator.Compactor` (``True``: the process's shared one)
     writes the summaries of the cut part in the background, a step before the cut moves, so
     that no fit waits for the summarizer (:mod:`session_migrator.sessions._compactor`);
-    :meth:`compact` writes the one asked for now, for a scheduler.
+    :meth:`compact` writes the one asked for now, for a scheduler. One compaction of a session
+    runs at a time across processes (a lease in the store, :mod:`.sessions._lease`).
 
     ``user_facts``: when the session has a ``user_id`` (in ``metadata`` or in the store), the
     plain facts the user states ("I'm vegetarian", "my daughter is allergic to peanuts", "I
@@ -143,6 +145,7 @@ class SessionFitter:
         self._last_target_loaded = False
         # the summaries written ahead (with a compactor, or once compact() was called)
         self._ahead: Ahead | None = Ahead() if self.compactor is not None else None
+        self._lease_owner = new_owner()  # (its compaction lease's owner, see ._lease)
 
     @property
     def store(self) -> BaseSessionStore:
@@ -312,13 +315,15 @@ class SessionFitter:
                 return result
             self._cache = (key, result)
             if self.compactor is not None and self._ahead is not None and self.summarizer:
-                self.compactor.submit(self._ahead, self.summarizer, counter)
+                lease = StoreLease(self.store, self.session_id, owner=self._lease_owner)
+                self.compactor.submit(self._ahead, self.summarizer, counter, lease)
             return result
 
     def compact(self, target: str | ModelWindow) -> bool:
         """Write now, in this thread, the summary the next cut for ``target`` will need (a
         scheduler's call, with or without a compactor); whether one was written. The next fit
-        takes it."""
+        takes it. While another process compacts the session (holds its ``compaction`` lease
+        in the store) nothing is written: ``False``, and :attr:`compaction` says ``waiting``."""
         if self.summarizer is None:
             return False
         with self._lock:
@@ -331,12 +336,14 @@ class SessionFitter:
         if held is None:
             return False
         compactor = self.compactor or Compactor.default()
-        return compactor.run_now(ahead, self.summarizer, held[0])
+        lease = StoreLease(self.store, self.session_id, owner=self._lease_owner)
+        return compactor.run_now(ahead, self.summarizer, held[0], lease)
 
     @property
     def compaction(self) -> dict[str, Any]:
         """Background compaction here: ``state`` (``off``, ``idle``, ``pending``, ``ready``,
-        ``failed: ...``, ``cancelled``), ``written`` ahead, the last one's ``seconds``."""
+        ``failed: ...``, ``cancelled``, ``waiting: another process is compacting``),
+        ``written`` ahead, the last one's ``seconds``."""
         ahead = self._ahead
         return {"state": "off", "written": 0, "seconds": 0.0} if ahead is None else ahead.status()
 

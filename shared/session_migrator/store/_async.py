@@ -150,6 +150,16 @@ class AsyncMixin:
     async def aget_offloaded(self: SyncSessionStore, session_id: str, message_id: str) -> str:
         return await asyncio.to_thread(self.get_offloaded, session_id, message_id)
 
+    async def aacquire_lease(
+        self: SyncSessionStore, session_id: str, name: str, owner: str, ttl_seconds: float
+    ) -> bool:
+        return await asyncio.to_thread(self.acquire_lease, session_id, name, owner, ttl_seconds)
+
+    async def arelease_lease(
+        self: SyncSessionStore, session_id: str, name: str, owner: str
+    ) -> bool:
+        return await asyncio.to_thread(self.release_lease, session_id, name, owner)
+
     async def aclose(self: SyncSessionStore) -> None:
         await asyncio.to_thread(self.close)
 

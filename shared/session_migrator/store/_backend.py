@@ -3,7 +3,7 @@
 It owns :class:`BackendPrimitives`, the abstract half of
 :class:`~session_migrator.store.BaseSessionStore`: the ``_``-prefixed primitives (each atomic
 per call: append records, load bodies, delete ids, the session, workspace, user and retention
-queries, metadata, summary and migration writes) and the simple reads and writes a backend
+queries, metadata, summary and migration writes, leases) and the simple reads and writes a backend
 answers itself (sessions, summaries, token counts, the migration log, ``close``), with the
 :class:`Record` a message is stored as, the ``Clock`` type, and the helpers backends share
 (:func:`display_url`, :func:`user_id_of`). The logic said once on top of them is in ``_base``.
@@ -150,6 +150,18 @@ class BackendPrimitives(ABC):
     @abstractmethod
     def _log_migration(self, record: MigrationRecord) -> None:
         """Append a complete record to the log."""
+
+    @abstractmethod
+    def _acquire_lease(
+        self, session_id: str, name: str, owner: str, ttl_seconds: float, now: float
+    ) -> bool:
+        """Atomically take lease ``name`` of the session for ``owner`` until ``now +
+        ttl_seconds`` when it is free, expired or ``owner``'s already (renewed); whether
+        ``owner`` holds it now. Unknown session: SessionNotFoundError."""
+
+    @abstractmethod
+    def _release_lease(self, session_id: str, name: str, owner: str) -> bool:
+        """Drop lease ``name`` if ``owner`` holds it; whether it did."""
 
     @abstractmethod
     def get_session(self, session_id: str) -> SessionInfo | None:

@@ -10,6 +10,7 @@ deletes, dropping a summary that covered a deleted message, retention purge, and
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -328,6 +329,31 @@ class BaseSessionStore(NoVectors, AsyncMixin, BackendPrimitives):
             record = replace(record, at=from_epoch(self._clock()))
         self._log_migration(record)
         return record
+
+    # -- leases -----------------------------------------------------------------------------
+
+    def acquire_lease(self, session_id: str, name: str, owner: str, ttl_seconds: float) -> bool:
+        """Hold lease ``name`` on the session for ``owner`` for ``ttl_seconds``; whether
+        ``owner`` holds it now.
+
+        ``True`` when the lease was free, had expired, or was ``owner``'s already (its time is
+        then renewed); ``False`` while another owner holds it. One statement or script on the
+        server, so of several processes asking at once one gets it. Its time is the store's
+        clock (Redis: the server's). Use one ``owner`` id per process (or per worker) and
+        :meth:`release_lease` when done; a lease dies with its session (deleted, erased,
+        purged). Unknown session: :class:`~session_migrator.SessionNotFoundError`.
+        """
+        ttl = float(ttl_seconds)
+        if not (ttl > 0 and math.isfinite(ttl)):
+            raise StoreError(
+                f"ttl_seconds must be a positive number of seconds, not {ttl_seconds!r}"
+            )
+        return self._acquire_lease(session_id, name, owner, ttl, self._clock())
+
+    def release_lease(self, session_id: str, name: str, owner: str) -> bool:
+        """Drop lease ``name`` of the session if ``owner`` holds it; whether it did (another
+        owner's lease, or none, is left as it is)."""
+        return self._release_lease(session_id, name, owner)
 
     # -- context manager --------------------------------------------------------------------
 

@@ -63,6 +63,8 @@ GUARDED: dict[str, tuple[IdArg, ...]] = {
     "log_migration": (),  # (its record's session_id is checked by the method)
     "migrations": _SESSION,
     "get_offloaded": _SESSION,
+    "acquire_lease": (IdArg("session_id", 0), IdArg("name", 1), IdArg("owner", 2)),
+    "release_lease": (IdArg("session_id", 0), IdArg("name", 1), IdArg("owner", 2)),
     "close": (),
 }
 

@@ -98,6 +98,8 @@ class _Session:
     # counter name -> message id -> count (a dict per counter, not one per message)
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     migrations: list[MigrationRecord] = field(default_factory=list)
+    # lease name -> (owner, expires at)
+    leases: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     def info(self, session_id: str) -> SessionInfo:
         return SessionInfo(
@@ -265,6 +267,28 @@ class MemoryStore(MemoryVectors, BaseSessionStore):
             if session is None:
                 raise SessionNotFoundError(record.session_id)
             session.migrations.append(record)
+
+    def _acquire_lease(
+        self, session_id: str, name: str, owner: str, ttl_seconds: float, now: float
+    ) -> bool:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                raise SessionNotFoundError(session_id)
+            held = session.leases.get(name)
+            if held is not None and held[0] != owner and held[1] > now:
+                return False
+            session.leases[name] = (owner, now + ttl_seconds)
+            return True
+
+    def _release_lease(self, session_id: str, name: str, owner: str) -> bool:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            held = session.leases.get(name) if session is not None else None
+            if session is None or held is None or held[0] != owner:
+                return False
+            del session.leases[name]
+            return True
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         with self._lock:

@@ -50,6 +50,7 @@ _SESSION_TABLES = (
     ("sm_token_counts", "session_id"),
     ("sm_summaries", "session_id"),
     ("sm_migrations", "session_id"),
+    ("sm_leases", "session_id"),
     ("sm_sessions", "id"),
 )
 
@@ -362,6 +363,34 @@ class PostgresStore(PostgresVectors, PostgresRecords):
                     to_epoch(record.at),
                 ),
             )
+
+    def _acquire_lease(
+        self, session_id: str, name: str, owner: str, ttl_seconds: float, now: float
+    ) -> bool:
+        sid = ik(session_id)
+        with self._tx() as conn:
+            # (a share lock: a delete of the session waits, and takes the lease with it)
+            if not conn.execute(
+                "SELECT 1 FROM sm_sessions WHERE id = %s FOR SHARE", (sid,)
+            ).fetchone():
+                raise SessionNotFoundError(session_id)
+            # taken when free, expired or the owner's own (renewed): one statement
+            cur = conn.execute(
+                "INSERT INTO sm_leases (session_id, name, owner, expires_at) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id, name) DO UPDATE "
+                "SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
+                "WHERE sm_leases.owner = EXCLUDED.owner OR sm_leases.expires_at <= %s",
+                (sid, ik(name), ek(owner), now + ttl_seconds, now),
+            )
+            return cur.rowcount > 0
+
+    def _release_lease(self, session_id: str, name: str, owner: str) -> bool:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "DELETE FROM sm_leases WHERE session_id = %s AND name = %s AND owner = %s",
+                (ik(session_id), ik(name), ek(owner)),
+            )
+            return cur.rowcount > 0
 
     def close(self) -> None:
         self._connections.close_all()

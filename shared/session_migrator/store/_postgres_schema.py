@@ -120,6 +120,17 @@ _0004_MESSAGE_VECTORS: tuple[Step, ...] = (
     )""",
 )
 
+_0007_LEASES: tuple[Step, ...] = (
+    # a named lease on a session (see BaseSessionStore.acquire_lease); goes with its session
+    """CREATE TABLE sm_leases (
+        session_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (session_id, name)
+    )""",
+)
+
 #: Every migration, oldest first: (name, steps). Append only.
 MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0001_initial", _0001_INITIAL),
@@ -131,6 +142,7 @@ MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0005_vectors_by_text", ("DELETE FROM sm_vectors",)),
     # (sessions whose metadata user_id is an integer, stored before integers were matched)
     ("0006_numeric_user_ids", (_backfill_user_ids,)),
+    ("0007_leases", _0007_LEASES),
 )
 
 _LOCK_KEY = 0x5E55_104D  # pg_advisory_xact_lock key for schema changes

@@ -10,7 +10,9 @@ Contract shared by every backend (one test suite checks it on each):
 - ids (session, workspace, user, message) are data: any non-empty string is stored and found
   as given, never used as a path or spliced into a query;
 - deletes take every trace of a message with it: offloaded output, cached counts, and a
-  summary that covered it.
+  summary that covered it;
+- a lease (``acquire_lease``/``release_lease``) is held by one owner at a time per session and
+  name, until it is released or its time runs out; it goes with its session.
 """
 
 from __future__ import annotations
@@ -103,6 +105,11 @@ class SyncSessionStore(Protocol):
     def migrations(self, session_id: str) -> list[MigrationRecord]: ...
 
     def get_offloaded(self, session_id: str, message_id: str) -> str: ...
+
+    # a named lease on a session (one owner at a time, across processes; see ._base)
+    def acquire_lease(self, session_id: str, name: str, owner: str, ttl_seconds: float) -> bool: ...
+
+    def release_lease(self, session_id: str, name: str, owner: str) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -204,6 +211,12 @@ class SessionStore(SyncSessionStore, Protocol):
     async def amigrations(self, session_id: str) -> list[MigrationRecord]: ...
 
     async def aget_offloaded(self, session_id: str, message_id: str) -> str: ...
+
+    async def aacquire_lease(
+        self, session_id: str, name: str, owner: str, ttl_seconds: float
+    ) -> bool: ...
+
+    async def arelease_lease(self, session_id: str, name: str, owner: str) -> bool: ...
 
     async def aclose(self) -> None: ...
 

@@ -65,6 +65,7 @@ class _Keys:
     summary: str
     migrations: str
     vectors: str
+    leases: str
 
     @property
     def data(self) -> tuple[str, ...]:
@@ -78,6 +79,7 @@ class _Keys:
             self.summary,
             self.migrations,
             self.vectors,
+            self.leases,
         )
 
 
@@ -127,6 +129,8 @@ class RedisStore(RedisVectors, BaseSessionStore):
         self._summary_script = register(lua.PUT_SUMMARY)
         self._tokens_script = register(lua.PUT_TOKENS)
         self._log_script = register(lua.LOG_MIGRATION)
+        self._acquire_script = register(lua.ACQUIRE_LEASE)
+        self._release_script = register(lua.RELEASE_LEASE)
 
     # -- keys -------------------------------------------------------------------------------
 
@@ -214,14 +218,15 @@ class RedisStore(RedisVectors, BaseSessionStore):
         with self._client.pipeline() as pipe:
             while True:
                 try:
-                    pipe.watch(k.meta, k.order)  # type: ignore[no-untyped-call]
+                    pipe.watch(k.meta, k.order, k.leases)  # type: ignore[no-untyped-call]
                     meta = pipe.hgetall(k.meta)
                     if not meta or (only_if_empty and pipe.zcard(k.order) > 0):
                         pipe.unwatch()
                         return False
                     user = _text(meta.get(b"user_id", b""))
+                    leases = [_text(key) for key in pipe.smembers(k.leases)]
                     pipe.multi()
-                    pipe.delete(*k.data)
+                    pipe.delete(*k.data, *leases)
                     pipe.srem(self._all_key, k.digest)
                     pipe.srem(self._workspace_key(dk(_text(meta[b"workspace"]))), k.digest)
                     if user:
@@ -326,6 +331,26 @@ class RedisStore(RedisVectors, BaseSessionStore):
         if int(self._run(self._log_script, (k.meta, k.migrations), [data])) == -1:
             raise SessionNotFoundError(record.session_id)
 
+    def _lease_key(self, k: _Keys, name: str) -> str:
+        return f"{self.prefix}s:{k.digest}:lease:{key_digest(name)}"
+
+    def _acquire_lease(
+        self, session_id: str, name: str, owner: str, ttl_seconds: float, now: float
+    ) -> bool:
+        # (the server's clock: SET NX PX)
+        k = self._keys(session_id)
+        keys = (k.meta, self._lease_key(k, name), k.leases, schema_key(self.prefix))
+        ttl_ms = max(1, round(ttl_seconds * 1000))
+        reply = int(self._run(self._acquire_script, keys, [ek(owner), ttl_ms]))
+        if reply == -1:
+            raise SessionNotFoundError(session_id)
+        return reply == 1
+
+    def _release_lease(self, session_id: str, name: str, owner: str) -> bool:
+        k = self._keys(session_id)
+        keys = (self._lease_key(k, name), k.leases)
+        return int(self._run(self._release_script, keys, [ek(owner)])) == 1
+
     # -- simple reads and writes ------------------------------------------------------------
 
     def _infos(self, session_ids: Iterable[str]) -> list[SessionInfo]:
@@ -424,4 +449,5 @@ _KEY_NAMES = (
     "summary",
     "migrations",
     "vectors",
+    "leases",
 )

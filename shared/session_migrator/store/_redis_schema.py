@@ -6,10 +6,13 @@ tables to migrate, so the key layout (see ``_redis_scripts``) carries one number
 
 - ``1``: before the key existed (vectors keyed by message id alone, user ids strings only);
 - ``2``: a vector starts with the digest of the text it was made from; a metadata ``user_id``
-  that is an integer is indexed as its decimal string.
+  that is an integer is indexed as its decimal string;
+- ``3``: sessions hold leases (``s:D:leases`` and ``s:D:lease:<digest>``), which a deleted
+  session takes with it.
 
 Opening a store upgrades data of an older version in place (version 1 -> 2: the vectors kept
-before, never served again, are dropped; sessions with an integer ``user_id`` are indexed) and
+before, never served again, are dropped; sessions with an integer ``user_id`` are indexed;
+version 2 -> 3: nothing to change, no lease existed before) and
 refuses data of a newer version with a :class:`~session_migrator.StoreError`. A process of
 another version still running is refused by its next write of a message or a vector, as the
 scripts check the number (:data:`GUARD`), rather than writing what this version cannot read.
@@ -28,7 +31,7 @@ from session_migrator.store._codec import key_digest
 __all__ = ["GUARD", "SCHEMA", "check_schema", "schema_key"]
 
 #: The version of the key layout this session-migrator reads and writes.
-SCHEMA = 2
+SCHEMA = 3
 
 #: Lua that opens a write script: refuses when the schema key (its last KEYS) is not SCHEMA.
 GUARD = f"""
@@ -38,6 +41,12 @@ if schema ~= '{SCHEMA}' then
     tostring(schema) .. ', and this process writes version {SCHEMA}; run one version of ' ..
     'session-migrator on a store (upgrade the older processes)')
 end
+"""
+
+
+_UPGRADE_FROM_2 = f"""
+if redis.call('GET', KEYS[1]) == '2' then redis.call('SET', KEYS[1], '{SCHEMA}') end
+return 0
 """
 
 
@@ -54,6 +63,11 @@ def check_schema(client: Any, prefix: str, url: str) -> None:
         if client.exists(f"{prefix}sessions"):
             _upgrade_from_1(client, prefix)
         client.set(key, SCHEMA, nx=True)  # (two processes opening at once: one sets it)
+        found = client.get(key)
+    elif found in (b"2", "2"):
+        # 2 -> 3: the lease keys are new, nothing to change (compare and set: a process of a
+        # newer version may have moved it on meanwhile)
+        client.eval(_UPGRADE_FROM_2, 1, key)
         found = client.get(key)
     shown = found.decode() if isinstance(found, bytes) else str(found)
     try:

@@ -18,6 +18,9 @@ Key layout under the store's prefix ``P`` (``D`` = digest of a session id, see
 ``P s:D:summary``           HASH revision, data (JSON)
 ``P s:D:migrations``        LIST of JSON migration records
 ``P s:D:vectors``           HASH message id -> JSON ``{model key: base64 vector}`` (._vectors)
+``P s:D:leases``            SET of the session's lease keys (deleted with the session)
+``P s:D:lease:<digest>``    STRING the owner of a lease (by the digest of its name), expiring
+                            (``PX``) with the lease
 ==========================  ==============================================================
 """
 
@@ -25,7 +28,16 @@ from __future__ import annotations
 
 from session_migrator.store._redis_schema import GUARD
 
-__all__ = ["APPEND", "DELETE_IDS", "LOAD", "LOG_MIGRATION", "PUT_SUMMARY", "PUT_TOKENS"]
+__all__ = [
+    "ACQUIRE_LEASE",
+    "APPEND",
+    "DELETE_IDS",
+    "LOAD",
+    "LOG_MIGRATION",
+    "PUT_SUMMARY",
+    "PUT_TOKENS",
+    "RELEASE_LEASE",
+]
 
 #: KEYS meta order bodies times offload all-sessions workspace-set user-set schema;
 #: ARGV session-id workspace metadata user-id('' = none) now digest, then (id body full) triples.
@@ -123,4 +135,33 @@ LOG_MIGRATION = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 redis.call('RPUSH', KEYS[2], ARGV[1])
 return 1
+"""
+
+#: KEYS meta lease leases schema; ARGV owner ttl-ms. Returns 1 (held now: taken, or the owner's
+#: own, renewed), 0 (another owner holds it) or -1 (no session).
+ACQUIRE_LEASE = (
+    GUARD
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('SADD', KEYS[3], KEYS[2])
+  return 1
+end
+if redis.call('GET', KEYS[2]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+)
+
+#: KEYS lease leases; ARGV owner. Compare and delete: returns 1 when the owner's lease was
+#: dropped, else 0.
+RELEASE_LEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[2], KEYS[1])
+  return 1
+end
+return 0
 """

@@ -355,6 +355,31 @@ class SQLiteStore(SQLiteVectors, BaseSessionStore):
                 ),
             )
 
+    def _acquire_lease(
+        self, session_id: str, name: str, owner: str, ttl_seconds: float, now: float
+    ) -> bool:
+        sid = ek(session_id)
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
+                raise SessionNotFoundError(session_id)
+            # taken when free, expired or the owner's own (renewed): one statement
+            cur = conn.execute(
+                "INSERT INTO leases (session_id, name, owner, expires_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (session_id, name) DO UPDATE SET owner = excluded.owner, "
+                "expires_at = excluded.expires_at "
+                "WHERE leases.owner = excluded.owner OR leases.expires_at <= ?",
+                (sid, ek(name), ek(owner), now + ttl_seconds, now),
+            )
+            return cur.rowcount > 0
+
+    def _release_lease(self, session_id: str, name: str, owner: str) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(
+                "DELETE FROM leases WHERE session_id = ? AND name = ? AND owner = ?",
+                (ek(session_id), ek(name), ek(owner)),
+            )
+            return cur.rowcount > 0
+
     # -- simple reads and writes ------------------------------------------------------------
 
     def get_session(self, session_id: str) -> SessionInfo | None:
@@ -455,6 +480,7 @@ _SESSION_TABLES = (
     ("token_counts", "session_id"),
     ("summaries", "session_id"),
     ("migrations", "session_id"),
+    ("leases", "session_id"),
     ("sessions", "id"),
 )
 

@@ -141,6 +141,18 @@ def _vectors_by_text(conn: sqlite3.Connection) -> None:
     )
 
 
+_0007_LEASES: tuple[Step, ...] = (
+    # a named lease on a session (see BaseSessionStore.acquire_lease); goes with its session
+    """CREATE TABLE leases (
+        session_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        expires_at REAL NOT NULL,
+        PRIMARY KEY (session_id, name)
+    ) WITHOUT ROWID""",
+)
+
+
 #: Every migration, oldest first: (name, steps). Append only.
 MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0001_initial", _0001_INITIAL),
@@ -150,6 +162,7 @@ MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0005_vectors_by_text", (_vectors_by_text,)),
     # (sessions whose metadata user_id is an integer, stored before integers were matched)
     ("0006_numeric_user_ids", (_backfill_user_ids,)),
+    ("0007_leases", _0007_LEASES),
 )
 
 _LEDGER = (

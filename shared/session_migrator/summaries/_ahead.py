@@ -64,10 +64,11 @@ class Plan:
 class Ahead:
     """One conversation's summaries written ahead, and the next one wanted (thread-safe).
 
-    ``wanted``: the plan the last fit asked for (``None``: nothing); ``ready``: the summaries
-    written, by (first id, last id, count), with the digest of what they cover; ``state``: what
-    the last compaction did (``idle``, ``pending``, ``ready``, ``failed: ...``, ``cancelled``),
-    for the report and the usage view.
+        ``wanted``: the plan the last fit asked for (``None``: nothing); ``ready``: the summaries
+        written, by (first id, last id, count), with the digest of what they cover; ``state``: what
+        the last compaction did (``idle``, ``pending``, ``ready``, ``failed: ...``, ``cancelled``,
+    ``waiting: ...``),
+        for the report and the usage view.
     """
 
     wanted: Plan | None = None
@@ -109,6 +110,14 @@ class Ahead:
         with self.lock:
             self.failed[plan.key] = self.failed.get(plan.key, 0) + 1
             self.state = f"failed: {reason}"
+
+    def postpone(self, plan: Plan, reason: str) -> None:
+        """``plan`` was not written now (another process is writing this conversation's): it
+        stays asked for (unless a newer plan is), so a later fit asks again."""
+        with self.lock:
+            if self.wanted is None:
+                self.wanted = plan
+            self.state = f"waiting: {reason}"
 
     def take_wanted(self) -> Plan | None:
         """The plan asked for, handed to one compactor (then no longer wanted)."""
