@@ -161,3 +161,14 @@ def test_lone_surrogates_are_written_and_shown_not_refused(tmp_path: Path) -> No
     cli("sessions", "import", str(source), "--store", f"sqlite:///{store}", "--session-id", "s")
     shown = cli("sessions", "show", "s", "--store", f"sqlite:///{store}")
     assert "What is the lockers code? \\udfff" in shown
+
+
+def test_what_migrate_writes_is_ready_to_send(demo_file: Path, tmp_path: Path) -> None:
+    # plain OpenAI messages: no id, no session-migrator marker (a strict server rejects them)
+    out, kept = tmp_path / "out.json", tmp_path / "kept.json"
+    assert main(["migrate", str(demo_file), "--to", "gpt-4", "-o", str(out)]) == 0
+    written = json.loads(out.read_text(encoding="utf-8"))
+    allowed = {"role", "content", "name", "tool_calls", "tool_call_id"}
+    assert all(set(m) <= allowed for m in written), [sorted(m) for m in written][:3]
+    assert main(["migrate", str(demo_file), "--to", "gpt-4", "-o", str(kept), "--keep-ids"]) == 0
+    assert all("id" in m for m in json.loads(kept.read_text(encoding="utf-8")))

@@ -58,6 +58,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-o", "--output", metavar="OUT", help="write the migrated messages here ('-': stdout)"
     )
+    p.add_argument(
+        "--keep-ids",
+        action="store_true",
+        help="keep each message's id and session-migrator's markers in what -o writes (to store "
+        "or migrate it again; by default it is ready to send: plain OpenAI messages)",
+    )
     p.add_argument("--json", action="store_true", help="print the report and messages as JSON")
     p.set_defaults(handler=run_migrate)
 
@@ -92,7 +98,9 @@ def run_migrate(args: argparse.Namespace) -> int:
         related=related,
         embeddings=embeddings,
     )
-    out_messages = messages_to_openai(result.messages)
+    out_messages = messages_to_openai(result.messages, include_id=args.keep_ids)
+    # (--json prints the messages with their ids: data for a host, which may store them)
+    json_messages = messages_to_openai(result.messages)
     if to_stdout:
         sys.stdout.write(json_text(out_messages))
     elif args.output:
@@ -102,7 +110,7 @@ def run_migrate(args: argparse.Namespace) -> int:
             raise CliError(f"{args.output}: {exc.strerror}") from None
     rep = result.report
     if args.json:
-        print_json({"report": rep.to_dict(), "messages": out_messages})
+        print_json({"report": rep.to_dict(), "messages": json_messages})
         return 0
     rows: list[list[Any]] = [
         ["target", f"{rep.target} ({rep.window_source})"],
