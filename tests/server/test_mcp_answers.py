@@ -238,3 +238,16 @@ async def test_session_list_is_paged(connect: Connect, tmp_path: Path) -> None:
     assert [s["id"] for s in small["sessions"]] == ids[3:10]
     assert small["next_offset"] == 10
     assert refused.is_error
+
+
+def test_anthropic_tool_blocks_in_openai_messages_are_refused_with_the_way_out() -> None:
+    from session_migrator.mcp_server import ArgumentError, SessionTools
+    from session_migrator.store import open_store
+
+    tools = SessionTools(open_store("memory://"))
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    messages = [{"role": "user", "content": "list"}, {"role": "assistant", "content": [call]}]
+    with pytest.raises(ArgumentError, match=r"Anthropic-style 'tool_use' block") as caught:
+        tools.migrate_session(messages, "gpt-4")
+    assert "tool_calls" in str(caught.value)
+    assert "role" in str(caught.value)

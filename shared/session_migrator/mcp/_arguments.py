@@ -58,9 +58,32 @@ def parse_messages(value: MessagesArg) -> list[Message]:
                 f"{MAX_NESTING} levels); flatten it"
             ) from None
     try:
-        return messages_from_openai(data)
+        messages = messages_from_openai(data)
     except InvalidMessageError as exc:
         raise ArgumentError(f"messages_json: {exc}") from None
+    _refuse_anthropic_blocks(messages)
+    return messages
+
+
+#: Anthropic's tool blocks, which an OpenAI-format message does not hold (its calls are
+#: ``tool_calls``, its results ``role="tool"`` messages)
+_ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "server_tool_use", "web_search_tool_result")
+
+
+def _refuse_anthropic_blocks(messages: list[Message]) -> None:
+    for k, m in enumerate(messages):
+        if isinstance(m.content, str):
+            continue
+        kinds = [p.type for p in m.content if p.type in _ANTHROPIC_BLOCKS]
+        if kinds:
+            raise ArgumentError(
+                f"messages_json[{k}] holds an Anthropic-style {kinds[0]!r} block, which OpenAI "
+                "format does not have: a call is an assistant message's tool_calls "
+                '([{"id": ..., "type": "function", "function": {"name": ..., "arguments": '
+                '"{...}"}}]) and a result a {"role": "tool", "tool_call_id": ..., "content": '
+                "...} message; convert them, or import a Claude Code session file by path "
+                "(handoff_session, or session-migrator import)"
+            )
 
 
 def _lookup(model: str, context_window: int | None = None) -> ModelWindow:
