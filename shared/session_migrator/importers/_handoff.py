@@ -3,21 +3,31 @@ written where the target looks for its sessions (:func:`handoff`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from session_migrator._errors import ImportFormatError
 from session_migrator.importers._claude_code import import_claude_code
 from session_migrator.importers._claude_code_writer import write_claude_code
 from session_migrator.importers._codex import import_codex
+from session_migrator.importers._codex_writer import write_codex
 from session_migrator.importers._import_result import ImportResult
 from session_migrator.migration._migrate import migrate
 from session_migrator.migration._report import MigrationReport
+from session_migrator.models._lookup import lookup_model
 
 __all__ = ["TARGETS", "Handoff", "handoff"]
 
 #: The agents a session can be handed to.
-TARGETS = ("claude-code",)
+TARGETS = ("claude-code", "codex")
+#: The prompt of the headless resume command printed after a handoff.
+RESUME_PROMPT = "Where were we? Continue from the last state."
+#: What Codex sends besides the session on every turn (its harness prompt, tool schemas, skills
+#: and environment: about 8.3k tokens for a one-line prompt with Codex 0.169), kept free of the
+#: handed-off session (at most an eighth of a small window).
+CODEX_HARNESS_TOKENS = 9_000
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,8 @@ class Handoff:
     messages: int
     source_messages: int
     report: MigrationReport
+    #: every command that resumes it: interactive first, then headless (``codex exec resume``)
+    commands: tuple[str, ...] = field(default=())
 
 
 def _read(path: Path, source: str | None) -> ImportResult:
@@ -58,9 +70,12 @@ def handoff(
     source: str | None = None,
 ) -> Handoff:
     """Continue the session of ``path`` (a Codex rollout or a Claude Code session; ``source``
-    says which, else both are tried) in agent ``to`` on ``model``: fitted to the model's window
-    and written under ``home`` (default ``~``) where that agent looks for its sessions, in the
-    session's working directory (``cwd`` overrides it) and branch."""
+    says which, else both are tried) in agent ``to`` (``claude-code`` or ``codex``) on
+    ``model``: fitted to the model's window and written under ``home`` (default ``~``) where that
+    agent looks for its sessions (``~/.claude/projects/...``; ``~/.codex/sessions/...``, or
+    ``$CODEX_HOME`` when ``home`` is not given), in the session's working directory (``cwd``
+    overrides it) and branch. For Codex, room for its harness prompt and tools is kept free
+    (:data:`CODEX_HARNESS_TOKENS`) and ``session_id`` must be a UUID."""
     if to not in TARGETS:
         raise ValueError(f"to must be one of {', '.join(TARGETS)}, not {to!r}")
     file = Path(path).expanduser()
@@ -68,23 +83,52 @@ def handoff(
         raise ImportFormatError(f"no session file at {str(file)!r}: give a .jsonl session's path")
     result = _read(file, source)
     session = result.session
-    fitted = migrate(list(session.messages), model, source_model=result.source_model)
+    reserved = 0
+    if to == "codex":
+        reserved = min(CODEX_HARNESS_TOKENS, lookup_model(model).context_window // 8)
+    fitted = migrate(
+        list(session.messages), model, source_model=result.source_model, extra_reserved=reserved
+    )
     where = cwd or str(session.metadata.get("cwd") or Path.cwd())
     branch = str(session.metadata.get("git_branch") or "")
-    sid, written = write_claude_code(
-        fitted.messages,
-        home=Path(home).expanduser() if home is not None else Path.home(),
-        cwd=where,
-        git_branch=branch,
-        session_id=session_id,
-        model=model,
-    )
+    base = Path(home).expanduser() if home is not None else Path.home()
+    at = f"cd {shlex.quote(where)} && "
+    if to == "codex":
+        codex_home = base / ".codex"
+        if home is None and os.environ.get("CODEX_HOME"):
+            codex_home = Path(os.environ["CODEX_HOME"]).expanduser()
+        sid, written = write_codex(
+            fitted.messages,
+            codex_home=codex_home,
+            cwd=where,
+            git_branch=branch,
+            session_id=session_id,
+            model=model,
+        )
+        commands: tuple[str, ...] = (
+            f"{at}codex resume {sid} -m {shlex.quote(model)}",
+            f"{at}codex exec resume -m {shlex.quote(model)} {sid} {shlex.quote(RESUME_PROMPT)}",
+        )
+    else:
+        sid, written = write_claude_code(
+            fitted.messages,
+            home=base,
+            cwd=where,
+            git_branch=branch,
+            session_id=session_id,
+            model=model,
+        )
+        commands = (
+            f"{at}claude --resume {sid} --model {shlex.quote(model)}",
+            f"{at}claude -p {shlex.quote(RESUME_PROMPT)} --resume {sid} --model {shlex.quote(model)}",
+        )
     return Handoff(
         session_id=sid,
         path=written,
-        command=f"cd {where} && claude --resume {sid} --model {model}",
+        command=commands[0],
         cwd=where,
         messages=len(fitted.messages),
         source_messages=len(session.messages),
         report=fitted.report,
+        commands=commands,
     )

@@ -123,6 +123,11 @@ class HandoffAnswer(_Out):
     session_id: str
     path: str = Field(description="The session file written for the target agent.")
     command: str = Field(description="The command that resumes it in the target agent.")
+    commands: list[str] = Field(
+        default_factory=list,
+        description="Every command that resumes it: interactive, then headless "
+        "(claude -p ... --resume, codex exec resume).",
+    )
     cwd: str
     messages: int
     source_messages: int

@@ -187,6 +187,7 @@ class SessionTools:
             "session_id": done.session_id,
             "path": str(done.path),
             "command": done.command,
+            "commands": list(done.commands),
             "cwd": done.cwd,
             "messages": done.messages,
             "source_messages": done.source_messages,
