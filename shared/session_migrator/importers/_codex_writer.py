@@ -100,34 +100,42 @@ def _patch(name: str, args: Mapping[str, Any]) -> str | None:
     return "\n".join(["*** Begin Patch", *body, "*** End Patch"])
 
 
+def _function(name: str, arguments: str, call_id: str) -> dict[str, Any]:
+    return {"type": "function_call", "name": name, "arguments": arguments, "call_id": call_id}
+
+
+def _custom(name: str, text: str, call_id: str) -> dict[str, Any]:
+    return {"type": "custom_tool_call", "status": "completed", "call_id": call_id,
+            "name": name, "input": text}  # fmt: skip
+
+
+def _shell(args: Mapping[str, Any], cwd: str) -> str | None:
+    """A shell call's arguments as ``shell_command``'s, or ``None`` when they hold no command."""
+    command = args.get("command") or args.get("cmd")
+    if isinstance(command, list) and all(isinstance(p, str) for p in command):
+        wrapped = command[:2] in (["bash", "-lc"], ["bash", "-c"])
+        command = command[-1] if wrapped else " ".join(command)
+    if not isinstance(command, str):
+        return None
+    workdir = args.get("workdir") or args.get("cwd") or cwd
+    return json.dumps({"command": command, "workdir": workdir}, ensure_ascii=False)
+
+
 def _call_item(call: ToolCall, cwd: str) -> dict[str, Any]:
     """One tool call as a Codex response item (see the module docstring for the mapping)."""
     args = _arguments(call)
     lower = call.name.lower()
-    if call.name == "local_shell" and args is not None:
-        return {"type": "local_shell_call", "call_id": call.id, "status": "completed",
-                "action": args}  # fmt: skip
-    if call.name == "apply_patch" and args is not None and set(args) == {"input"}:
-        return {"type": "custom_tool_call", "status": "completed", "call_id": call.id,
-                "name": "apply_patch", "input": str(args["input"])}  # fmt: skip
-    if lower in _SHELL_NAMES and args is not None:
-        command = args.get("command") or args.get("cmd")
-        if isinstance(command, list) and all(isinstance(p, str) for p in command):
-            command = (
-                command[-1]
-                if command[:2] in (["bash", "-lc"], ["bash", "-c"])
-                else (" ".join(command))
-            )
-        if isinstance(command, str):
-            workdir = args.get("workdir") or args.get("cwd") or cwd
-            shell = {"command": command, "workdir": workdir}
-            return {"type": "function_call", "name": "shell_command",
-                    "arguments": json.dumps(shell, ensure_ascii=False), "call_id": call.id}  # fmt: skip
-    if lower in _EDIT_NAMES and args is not None and (patch := _patch(lower, args)):
-        return {"type": "custom_tool_call", "status": "completed", "call_id": call.id,
-                "name": "apply_patch", "input": patch}  # fmt: skip
-    return {"type": "function_call", "name": call.name, "arguments": call.arguments or "{}",
-            "call_id": call.id}  # fmt: skip
+    if args is not None:
+        if call.name == "local_shell":
+            return {"type": "local_shell_call", "call_id": call.id, "status": "completed",
+                    "action": args}  # fmt: skip
+        if call.name == "apply_patch" and set(args) == {"input"}:
+            return _custom("apply_patch", str(args["input"]), call.id)
+        if lower in _SHELL_NAMES and (shell := _shell(args, cwd)) is not None:
+            return _function("shell_command", shell, call.id)
+        if lower in _EDIT_NAMES and (patch := _patch(lower, args)) is not None:
+            return _custom("apply_patch", patch, call.id)
+    return _function(call.name, call.arguments or "{}", call.id)
 
 
 def _output_item(message: Message, calls: Mapping[str, str]) -> dict[str, Any]:

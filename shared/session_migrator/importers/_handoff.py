@@ -118,10 +118,8 @@ def handoff(
             session_id=session_id,
             model=model,
         )
-        commands = (
-            f"{at}claude --resume {sid} --model {shlex.quote(model)}",
-            f"{at}claude -p {shlex.quote(RESUME_PROMPT)} --resume {sid} --model {shlex.quote(model)}",
-        )
+        flags = f"--resume {sid} --model {shlex.quote(model)}"
+        commands = (f"{at}claude {flags}", f"{at}claude -p {shlex.quote(RESUME_PROMPT)} {flags}")
     return Handoff(
         session_id=sid,
         path=written,

@@ -1,0 +1,204 @@
+"""The real Codex CLI (``@openai/codex`` from the npm registry, installed by ``.ci/run`` into
+``.ci/agents``, or named by ``SESSION_MIGRATOR_CODEX_BIN``) resumes a session handed off to it:
+``codex exec resume <id> "..."``, with a ``config.toml`` whose model provider points at a
+loopback emulator of OpenAI's Responses API, sends the handed-off history (tool calls paired,
+within the model's window), finishes the turn and writes its reply into the rollout file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from session_migrator import Message, ToolCall, lookup_model
+from session_migrator.importers import handoff, import_codex, write_claude_code
+from tests.conformance._http import Text
+from tests.conformance._models import ServedModel, _served
+from tests.conformance._responses_api import ResponsesEmulator
+
+ROOT = Path(__file__).resolve().parents[2]
+CODEX = Path(
+    os.environ.get(
+        "SESSION_MIGRATOR_CODEX_BIN", ROOT / ".ci" / "agents" / "node_modules" / ".bin" / "codex"
+    )
+)
+FIXTURES = ROOT / "tests" / "importers" / "fixtures"
+CLAUDE = (
+    FIXTURES / "claude_code_2x" / "-home-dev-api" / "7e1f3a20-5c4b-4d8e-9f10-2a3b4c5d6e7f.jsonl"
+)
+MODEL = "gpt-5-codex"
+SMALL = "gpt-4o-mini"  # a 128k window: a long session must be fitted to it
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CODEX.exists() or shutil.which("node") is None,
+        reason=f"the Codex CLI is not installed at {CODEX}, or node is missing (.ci/run installs "
+        "@openai/codex with npm)",
+    ),
+]
+
+
+class _Responses(ResponsesEmulator):
+    """The Responses API emulator serving the OpenAI models of the bundled table (Codex's
+    models included)."""
+
+    def model_for(self, name: str) -> ServedModel | None:
+        return _served(name, "openai") if name in (MODEL, SMALL) else None
+
+
+def _codex_home(home: Path, api: ResponsesEmulator) -> Path:
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        f'model = "{MODEL}"\n'
+        'model_provider = "loopback"\n\n'
+        "[model_providers.loopback]\n"
+        'name = "loopback"\n'
+        f'base_url = "{api.url}/v1"\n'
+        'wire_api = "responses"\n'
+        'env_key = "LOOPBACK_API_KEY"\n',
+        encoding="utf-8",
+    )
+    return codex_home
+
+
+def _resume(
+    home: Path, work: Path, sid: str, prompt: str, model: str
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "LOOPBACK_API_KEY": "test-key",
+        "NO_COLOR": "1",
+    }
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("OPENAI_BASE_URL", None)
+    return subprocess.run(
+        [str(CODEX), "exec", "--skip-git-repo-check", "resume", "-m", model, sid, prompt],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=180,
+        check=False,
+    )
+
+
+def _turns(api: ResponsesEmulator, model: str) -> list[dict[str, Any]]:
+    return [r.body for r in api.accepted if r.body.get("model") == model]
+
+
+def _paired(items: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    calls = [
+        str(i["call_id"]) for i in items if i.get("type") in ("function_call", "custom_tool_call")
+    ]
+    outputs = [
+        str(i["call_id"])
+        for i in items
+        if i.get("type") in ("function_call_output", "custom_tool_call_output")
+    ]
+    return calls, outputs
+
+
+def test_codex_resumes_a_claude_code_session(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "api"
+    work.mkdir()
+    api = _Responses().start()
+    try:
+        _codex_home(home, api)
+        api.script(*[Text("We decided to allow '+' in EMAIL; the login test covers it.")] * 3)
+        done = handoff(CLAUDE, to="codex", model=MODEL, home=home, cwd=str(work))
+        assert done.commands[1].startswith(f"cd {work} && codex exec resume -m {MODEL} ")
+        run = _resume(home, work, done.session_id, "What did we decide?", MODEL)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "We decided to allow '+'" in run.stdout
+        turns = _turns(api, MODEL)
+        assert turns, api.report()
+        items = turns[0]["input"]
+        sent = json.dumps(items)
+        # the handed-off history: the user's question, the calls and their results, the answer
+        assert "Why does login fail for users with a plus sign" in sent
+        assert "The EMAIL pattern in src/auth/validate.py has no '+'" in sent
+        calls, outputs = _paired(items)
+        assert (
+            calls == outputs == ["toolu_01ReadValidator", "toolu_01GrepRoute", "toolu_01ReadTests"]
+        )
+        assert "What did we decide?" in sent
+        assert all(not r.refused for r in api.requests), api.report()
+        # Codex wrote its turn into the handed-off file, read back by the importer
+        back = import_codex(done.path).session.messages
+        assert back[-2].text == "What did we decide?"
+        assert back[-1].text == "We decided to allow '+' in EMAIL; the login test covers it."
+        assert back[-1].role == "assistant"
+    finally:
+        api.stop()
+
+
+def _long_claude_session(turns: int) -> list[Message]:
+    """A Claude Code session of ``turns`` steps, each a user message with a pasted log of about
+    2.5k tokens and a ``Bash`` call: about 150k tokens for 60 steps."""
+    messages = [Message("user", "We keep the codeword OSPREY-7 for this refactor.")]
+    messages.append(Message("assistant", "Noted: OSPREY-7."))
+    for k in range(turns):
+        log = "\n".join(
+            f"2026-03-0{k % 9 + 1} 12:{j % 60:02d} worker-{k} handled request {j} in {j * 7} ms"
+            for j in range(150)
+        )
+        call = ToolCall(f"toolu_{k:03d}", "Bash", json.dumps({"command": f"rg -c slow log_{k}"}))
+        messages += [
+            Message("user", f"Step {k}: why is worker {k} slow? The log:\n{log}"),
+            Message("assistant", "", tool_calls=(call,)),
+            Message("tool", f"{k + 3}", tool_call_id=call.id),
+            Message("assistant", f"Worker {k} has {k + 3} slow requests."),
+        ]
+    messages += [
+        Message("user", "Last: which database did we pick?"),
+        Message("assistant", "PostgreSQL 16, for the JSONB indexes."),
+    ]
+    return messages
+
+
+def test_codex_resumes_a_long_session_fitted_to_its_window(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "repo"
+    work.mkdir()
+    long = _long_claude_session(60)
+    _, source = write_claude_code(long, home=tmp_path / "claude", cwd=str(work), git_branch="main")
+    api = _Responses().start()
+    try:
+        _codex_home(home, api)
+        api.script(*[Text("We picked PostgreSQL 16.")] * 3)
+        done = handoff(source, to="codex", model=SMALL, home=home)
+        assert done.report.decision == "compressed"
+        assert done.messages < done.source_messages
+        assert done.report.tokens_after <= done.report.budget
+        run = _resume(home, work, done.session_id, "What did we decide?", SMALL)
+        assert run.returncode == 0, run.stderr[-3000:]
+        turns = _turns(api, SMALL)
+        assert turns, api.report()
+        window = lookup_model(SMALL).context_window
+        assert all(not r.refused and r.prompt_tokens <= window for r in api.requests), api.report()
+        items = turns[0]["input"]
+        sent = json.dumps(items)
+        assert "[session-migrator: summary of" in sent  # the compaction, as Codex sends its own
+        assert "PostgreSQL 16, for the JSONB indexes." in sent  # the newest turns, whole
+        assert "Step 59: why is worker 59 slow?" in sent
+        texts = [
+            part.get("text", "")
+            for item in items
+            if item.get("type") == "message"
+            for part in item["content"]
+        ]
+        assert not any(t.startswith("Step 0: ") for t in texts)  # cut: the summary has its place
+        calls, outputs = _paired(items)
+        assert calls and calls == outputs
+        assert "What did we decide?" in sent
+    finally:
+        api.stop()
