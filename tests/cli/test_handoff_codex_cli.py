@@ -200,7 +200,8 @@ def test_codex_resumes_a_long_session_fitted_to_its_window(tmp_path: Path) -> No
         ]
         assert not any(t.startswith("Step 0: ") for t in texts)  # cut: the summary has its place
         calls, outputs = _paired(items)
-        assert calls and calls == outputs
+        assert calls
+        assert calls == outputs
         assert "What did we decide?" in sent
     finally:
         api.stop()
