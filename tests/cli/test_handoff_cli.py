@@ -35,7 +35,8 @@ def test_a_codex_session_continues_in_claude_code(
     assert code == 0
     out = capsys.readouterr()
     cwd = source.session.metadata["cwd"]
-    interactive, headless = out.out.strip().splitlines()
+    interactive, headless, blank, title, *_ = out.out.splitlines()
+    assert (blank, title) == ("", "# Invoice totals are off by a cent. Find where we round.")
     assert interactive == f"cd {cwd} && claude --resume handed-off --model claude-sonnet-4-5"
     assert headless.startswith(f"cd {cwd} && claude -p ")
     assert headless.endswith(" --resume handed-off --model claude-sonnet-4-5")
@@ -96,11 +97,17 @@ def test_a_claude_code_session_continues_in_codex(
     )  # fmt: skip
     assert code == 0
     out = capsys.readouterr()
-    assert out.out.splitlines() == [
+    commands, brief = out.out.split("\n\n", 1)
+    assert commands.splitlines() == [
         f"cd /home/dev/api && codex resume {SID} -m gpt-5-codex",
         f"cd /home/dev/api && codex exec resume -m gpt-5-codex {SID} "
         "'Where were we? Continue from the last state.'",
     ]
+    # the brief: the goal, the files touched, what was found, the last state
+    assert brief.startswith("# Why does login fail for users with a plus sign in their email?")
+    assert "`src/auth/validate.py`: read" in brief
+    assert "## Last exchange" in brief
+    assert len(brief) <= 1_500
     written = next((tmp_path / ".codex" / "sessions").rglob(f"rollout-*-{SID}.jsonl"))
     assert str(written) in out.err
     back = import_codex(written)
@@ -124,10 +131,13 @@ def test_codex_home_is_where_codex_looks(
 ) -> None:
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert main(["handoff", str(CODEX), "--to", "codex", "--model", "gpt-5-codex"]) == 0
+    assert main(["handoff", str(CODEX), "--to", "codex", "--model", "gpt-5-codex",
+                 "--no-brief"]) == 0  # fmt: skip
     assert len(list((tmp_path / "codex-home" / "sessions").rglob("rollout-*.jsonl"))) == 1
     assert not (tmp_path / "home").exists()
-    assert "codex resume" in capsys.readouterr().out
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2  # the commands only
+    assert "codex resume" in out[0]
 
 
 def test_a_codex_handoff_is_fitted_with_room_for_the_harness(

@@ -392,6 +392,7 @@ async def test_handoff_session_writes_a_codex_rollout(connect: Connect, tmp_path
     ]
     assert done["command"] == done["commands"][0]
     assert done["messages"] == done["source_messages"]
+    assert done["brief"].startswith("# Why does login fail for users with a plus sign")
 
 
 async def test_read_context_reads_back_a_shrunk_output(connect: Connect) -> None:

@@ -23,7 +23,8 @@ def register(sub: Any) -> None:
             "(Claude Code: ~/.claude/projects/<project>/<id>.jsonl; Codex: "
             "$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl, ~/.codex by default), in "
             "its working directory and branch. Prints the commands that resume it, interactive "
-            "then headless. The source file is not changed."
+            "then headless, and a short brief of the session (its Markdown memory). The source "
+            "file is not changed."
         ),
     )
     p.add_argument("path", metavar="PATH", help="the session file to continue")
@@ -40,6 +41,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--session-id", help="the new session's id (default: a new UUID; Codex needs a UUID)"
+    )
+    p.add_argument(
+        "--no-brief", action="store_true", help="print the resume commands only, not the brief"
     )
     p.set_defaults(handler=run_handoff)
 
@@ -69,4 +73,7 @@ def run_handoff(args: argparse.Namespace) -> int:
     )
     for command in done.commands:
         print(command)
+    if not args.no_brief and done.brief:
+        print()
+        print(done.brief.rstrip("\n"))
     return 0

@@ -17,11 +17,14 @@ from session_migrator.importers._import_result import ImportResult
 from session_migrator.migration._migrate import migrate
 from session_migrator.migration._report import MigrationReport
 from session_migrator.models._lookup import lookup_model
+from session_migrator.summaries._memory_doc import export_markdown
 
 __all__ = ["TARGETS", "Handoff", "handoff"]
 
 #: The agents a session can be handed to.
 TARGETS = ("claude-code", "codex")
+#: The brief's largest size in characters (the Markdown memory of the source session).
+BRIEF_CHARS = 1_500
 #: The prompt of the headless resume command printed after a handoff.
 RESUME_PROMPT = "Where were we? Continue from the last state."
 #: What Codex sends besides the session on every turn (its harness prompt, tool schemas, skills
@@ -44,6 +47,9 @@ class Handoff:
     report: MigrationReport
     #: every command that resumes it: interactive first, then headless (``codex exec resume``)
     commands: tuple[str, ...] = field(default=())
+    #: a short brief of the whole source session (its Markdown memory: the goal, the files
+    #: touched, the facts and decisions, the last exchange), at most :data:`BRIEF_CHARS`
+    brief: str = ""
 
 
 def _read(path: Path, source: str | None) -> ImportResult:
@@ -129,4 +135,5 @@ def handoff(
         source_messages=len(session.messages),
         report=fitted.report,
         commands=commands,
+        brief=export_markdown(session, max_chars=BRIEF_CHARS),
     )

@@ -128,6 +128,11 @@ class HandoffAnswer(_Out):
         description="Every command that resumes it: interactive, then headless "
         "(claude -p ... --resume, codex exec resume).",
     )
+    brief: str = Field(
+        default="",
+        description="A short Markdown brief of the session: its goal, the files touched, the "
+        "facts and decisions, the last exchange.",
+    )
     cwd: str
     messages: int
     source_messages: int

@@ -188,6 +188,7 @@ class SessionTools:
             "path": str(done.path),
             "command": done.command,
             "commands": list(done.commands),
+            "brief": done.brief,
             "cwd": done.cwd,
             "messages": done.messages,
             "source_messages": done.source_messages,
