@@ -17,6 +17,7 @@ import pytest
 
 from session_migrator import Message, ToolCall, lookup_model
 from session_migrator.importers import handoff, import_codex, write_claude_code
+from tests.conformance._anthropic_api import AnthropicEmulator
 from tests.conformance._http import Text
 from tests.conformance._models import ServedModel, _served
 from tests.conformance._responses_api import ResponsesEmulator
@@ -205,3 +206,104 @@ def test_codex_resumes_a_long_session_fitted_to_its_window(tmp_path: Path) -> No
         assert "What did we decide?" in sent
     finally:
         api.stop()
+
+
+# -- between the real CLIs: each resumes a session the other wrote --------------------------------
+
+CLAUDE_BIN = Path(
+    os.environ.get(
+        "SESSION_MIGRATOR_CLAUDE_BIN", ROOT / ".ci" / "agents" / "node_modules" / ".bin" / "claude"
+    )
+)
+CLAUDE_MODEL = "claude-sonnet-4-20250514"
+needs_claude = pytest.mark.skipif(
+    not CLAUDE_BIN.exists(),
+    reason=f"the Claude Code CLI is not installed at {CLAUDE_BIN} (.ci/run installs it)",
+)
+
+
+def _claude(home: Path, work: Path, api_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": api_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    return subprocess.run(
+        [str(CLAUDE_BIN), *args, "--model", CLAUDE_MODEL],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=180,
+        check=False,
+    )
+
+
+@needs_claude
+def test_claude_code_resumes_a_session_the_real_codex_wrote(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "repo"
+    work.mkdir()
+    responses, messages = _Responses().start(), AnthropicEmulator().start()
+    try:
+        _codex_home(home, responses)
+        responses.script(Text("Noted: the codeword is HERON-9."))
+        env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex"),
+               "LOOPBACK_API_KEY": "test-key"}  # fmt: skip
+        wrote = subprocess.run(
+            [str(CODEX), "exec", "--skip-git-repo-check", "Remember the codeword: HERON-9."],
+            cwd=work, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+            timeout=180, check=False,
+        )  # fmt: skip
+        assert wrote.returncode == 0, wrote.stderr[-3000:]
+        rollout = next((home / ".codex" / "sessions").rglob("rollout-*.jsonl"))
+        assert import_codex(rollout).warnings == []
+        done = handoff(rollout, to="claude-code", model=CLAUDE_MODEL, home=home)
+        assert done.cwd == str(work)
+        messages.script(*[Text("The codeword is HERON-9.")] * 5)
+        run = _claude(home, work, messages.url, "-p", "What is the codeword?", "--resume",
+                      done.session_id)  # fmt: skip
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "HERON-9" in run.stdout
+        turns = [r.body for r in messages.accepted if r.body.get("model") == CLAUDE_MODEL]
+        assert turns, messages.report()
+        sent = json.dumps(turns[0]["messages"])
+        assert "Remember the codeword: HERON-9." in sent
+        assert "Noted: the codeword is HERON-9." in sent
+        assert "What is the codeword?" in sent
+    finally:
+        responses.stop()
+        messages.stop()
+
+
+@needs_claude
+def test_codex_resumes_a_session_the_real_claude_code_wrote(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "repo"
+    work.mkdir()
+    responses, messages = _Responses().start(), AnthropicEmulator().start()
+    try:
+        messages.script(*[Text("Noted: the codeword is KESTREL-5.")] * 5)
+        wrote = _claude(home, work, messages.url, "-p", "Remember the codeword: KESTREL-5.")
+        assert wrote.returncode == 0, wrote.stderr[-3000:]
+        session = next((home / ".claude" / "projects").rglob("*.jsonl"))
+        _codex_home(home, responses)
+        responses.script(*[Text("The codeword is KESTREL-5.")] * 3)
+        done = handoff(session, to="codex", model=MODEL, home=home)
+        assert done.cwd == str(work)
+        run = _resume(home, work, done.session_id, "What is the codeword?", MODEL)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "KESTREL-5" in run.stdout
+        turns = _turns(responses, MODEL)
+        assert turns, responses.report()
+        sent = json.dumps(turns[0]["input"])
+        assert "Remember the codeword: KESTREL-5." in sent
+        assert "Noted: the codeword is KESTREL-5." in sent
+        assert "What is the codeword?" in sent
+    finally:
+        responses.stop()
+        messages.stop()
