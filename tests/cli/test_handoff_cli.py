@@ -143,7 +143,7 @@ def test_codex_home_is_where_codex_looks(
 def test_a_codex_handoff_is_fitted_with_room_for_the_harness(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    register_model("tiny-codex-handoff", context_window=400, max_output_tokens=100)
+    register_model("tiny-codex-handoff", context_window=360, max_output_tokens=100)
     budgets = {}
     for to in ("claude-code", "codex"):
         assert main(["handoff", str(CODEX), "--to", to, "--model", "tiny-codex-handoff",
@@ -155,7 +155,7 @@ def test_a_codex_handoff_is_fitted_with_room_for_the_harness(
         budgets[to] = int(found.group(1).replace(",", ""))
     # Codex's own prompt and tools are sent besides the session: up to an eighth of a small
     # window is kept for them (less the fit's margin on it)
-    assert budgets["claude-code"] - 400 // 8 <= budgets["codex"] < budgets["claude-code"] - 40
+    assert budgets["claude-code"] - 360 // 8 <= budgets["codex"] < budgets["claude-code"] - 36
     written = next((tmp_path / "codex").rglob("rollout-*.jsonl"))
     kinds = [json.loads(line)["type"] for line in written.read_text().splitlines()]
     assert kinds[:3] == ["session_meta", "turn_context", "compacted"]
@@ -166,3 +166,17 @@ def test_a_codex_session_id_is_a_uuid(tmp_path: Path, capsys: pytest.CaptureFixt
                  "--home", str(tmp_path), "--session-id", "handed-off"])  # fmt: skip
     assert code == 2
     assert "UUID" in capsys.readouterr().err
+
+
+def test_the_source_harness_is_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Codex's <permissions instructions> describe Codex's sandbox to Codex's model: the target
+    # states its own; the rest of the session goes over
+    assert main(["handoff", str(CODEX), "--to", "codex", "--model", "gpt-5-codex",
+                 "--home", str(tmp_path), "--no-brief"]) == 0  # fmt: skip
+    assert "1 of the source agent's harness left out" in capsys.readouterr().err
+    written = next(tmp_path.rglob("rollout-*.jsonl"))
+    assert "<permissions instructions>" not in written.read_text()
+    assert "<permissions instructions>" in CODEX.read_text()  # the source keeps it
+    back = import_codex(written).session.messages
+    source = import_codex(CODEX).session.messages
+    assert [(m.role, m.text) for m in back] == [(m.role, m.text) for m in source[1:]]

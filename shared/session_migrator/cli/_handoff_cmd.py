@@ -68,7 +68,12 @@ def run_handoff(args: argparse.Namespace) -> int:
     report = done.report
     print(
         f"wrote {done.path} ({done.messages} of {done.source_messages} messages, "
-        f"{report.tokens_after:,} of {report.budget:,} tokens: {report.decision})",
+        f"{report.tokens_after:,} of {report.budget:,} tokens: {report.decision})"
+        + (
+            f"; {done.harness_messages} of the source agent's harness left out"
+            if done.harness_messages
+            else ""
+        ),
         file=sys.stderr,
     )
     for command in done.commands:

@@ -15,6 +15,7 @@ from session_migrator.importers._codex import import_codex
 from session_migrator.importers._codex_writer import write_codex
 from session_migrator.importers._import_result import ImportResult
 from session_migrator.migration._migrate import migrate
+from session_migrator.messages._messages import Message
 from session_migrator.migration._report import MigrationReport
 from session_migrator.models._lookup import lookup_model
 from session_migrator.summaries._memory_doc import export_markdown
@@ -23,6 +24,18 @@ __all__ = ["TARGETS", "Handoff", "handoff"]
 
 #: The agents a session can be handed to.
 TARGETS = ("claude-code", "codex")
+#: How the blocks begin that a source agent's harness puts in the conversation to describe itself
+#: to its model (Codex's sandbox and permissions, skills, environment, collaboration mode, a
+#: model switch): the target describes its own, so a message made only of one is not handed
+#: over (the source file keeps it).
+HARNESS_BLOCKS = (
+    "<environment_context>",
+    "<permissions instructions>",
+    "<skills_instructions>",
+    "<collaboration_mode>",
+    "<model_switch>",
+    "<apps_instructions>",
+)
 #: The brief's largest size in characters (the Markdown memory of the source session).
 BRIEF_CHARS = 1_500
 #: The prompt of the headless resume command printed after a handoff.
@@ -50,6 +63,8 @@ class Handoff:
     #: a short brief of the whole source session (its Markdown memory: the goal, the files
     #: touched, the facts and decisions, the last exchange), at most :data:`BRIEF_CHARS`
     brief: str = ""
+    #: messages of the source agent's harness left out (see :data:`HARNESS_BLOCKS`)
+    harness_messages: int = 0
 
 
 def _read(path: Path, source: str | None) -> ImportResult:
@@ -80,8 +95,10 @@ def handoff(
     ``model``: fitted to the model's window and written under ``home`` (default ``~``) where that
     agent looks for its sessions (``~/.claude/projects/...``; ``~/.codex/sessions/...``, or
     ``$CODEX_HOME`` when ``home`` is not given), in the session's working directory (``cwd``
-    overrides it) and branch. For Codex, room for its harness prompt and tools is kept free
-    (:data:`CODEX_HARNESS_TOKENS`) and ``session_id`` must be a UUID."""
+    overrides it) and branch. What the source agent's harness told its model about itself is
+    left out (:data:`HARNESS_BLOCKS`): the target tells its own. For Codex, room for its harness
+    prompt and tools is kept free (:data:`CODEX_HARNESS_TOKENS`) and ``session_id`` must be a
+    UUID."""
     if to not in TARGETS:
         raise ValueError(f"to must be one of {', '.join(TARGETS)}, not {to!r}")
     file = Path(path).expanduser()
@@ -89,12 +106,11 @@ def handoff(
         raise ImportFormatError(f"no session file at {str(file)!r}: give a .jsonl session's path")
     result = _read(file, source)
     session = result.session
+    kept = [m for m in session.messages if not _harness(m)]
     reserved = 0
     if to == "codex":
         reserved = min(CODEX_HARNESS_TOKENS, lookup_model(model).context_window // 8)
-    fitted = migrate(
-        list(session.messages), model, source_model=result.source_model, extra_reserved=reserved
-    )
+    fitted = migrate(kept, model, source_model=result.source_model, extra_reserved=reserved)
     where = cwd or str(session.metadata.get("cwd") or Path.cwd())
     branch = str(session.metadata.get("git_branch") or "")
     base = Path(home).expanduser() if home is not None else Path.home()
@@ -136,4 +152,14 @@ def handoff(
         report=fitted.report,
         commands=commands,
         brief=export_markdown(session, max_chars=BRIEF_CHARS),
+        harness_messages=len(session.messages) - len(kept),
+    )
+
+
+def _harness(message: Message) -> bool:
+    """Whether ``message`` is only what the source agent's harness told its model about itself."""
+    return (
+        message.role in ("system", "user")
+        and message.text.lstrip().startswith(HARNESS_BLOCKS)
+        and message.text.rstrip().endswith(">")
     )
