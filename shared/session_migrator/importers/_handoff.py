@@ -14,8 +14,8 @@ from session_migrator.importers._claude_code_writer import write_claude_code
 from session_migrator.importers._codex import import_codex
 from session_migrator.importers._codex_writer import write_codex
 from session_migrator.importers._import_result import ImportResult
-from session_migrator.migration._migrate import migrate
 from session_migrator.messages._messages import Message
+from session_migrator.migration._migrate import migrate
 from session_migrator.migration._report import MigrationReport
 from session_migrator.models._lookup import lookup_model
 from session_migrator.summaries._memory_doc import export_markdown
