@@ -56,6 +56,10 @@ def test_a_codex_session_continues_in_claude_code(
     ]
     calls = [c.id for m in read for c in m.tool_calls]
     assert calls == [c.id for m in original for c in m.tool_calls]
+    # Codex's shell_command, in Claude Code's own Bash (it ran in the session's cwd)
+    assert [(c.name, json.loads(c.arguments)) for m in read for c in m.tool_calls] == [
+        ("Bash", {"command": "rg -n 'round(' src/totals.py"})
+    ]
     assert [m.tool_call_id for m in read if m.role == "tool"] == [
         m.tool_call_id for m in original if m.role == "tool"
     ]
