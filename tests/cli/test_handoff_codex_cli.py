@@ -69,9 +69,7 @@ def _codex_home(home: Path, api: ResponsesEmulator) -> Path:
     return codex_home
 
 
-def _resume(
-    home: Path, work: Path, sid: str, prompt: str, model: str
-) -> subprocess.CompletedProcess[str]:
+def _codex(home: Path, work: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "HOME": str(home),
@@ -82,7 +80,7 @@ def _resume(
     env.pop("OPENAI_API_KEY", None)
     env.pop("OPENAI_BASE_URL", None)
     return subprocess.run(
-        [str(CODEX), "exec", "--skip-git-repo-check", "resume", "-m", model, sid, prompt],
+        [str(CODEX), *args],
         cwd=work,
         env=env,
         capture_output=True,
@@ -93,8 +91,15 @@ def _resume(
     )
 
 
-def _turns(api: ResponsesEmulator, model: str) -> list[dict[str, Any]]:
-    return [r.body for r in api.accepted if r.body.get("model") == model]
+def _resume(
+    home: Path, work: Path, sid: str, prompt: str, model: str
+) -> subprocess.CompletedProcess[str]:
+    return _codex(home, work, "exec", "--skip-git-repo-check", "resume", "-m", model, sid, prompt)
+
+
+def _turns(api: ResponsesEmulator, model: str, since: int = 0) -> list[dict[str, Any]]:
+    """The bodies of the turns ``api`` accepted for ``model`` from request ``since`` on."""
+    return [r.body for r in api.requests[since:] if not r.refused and r.body.get("model") == model]
 
 
 def _paired(items: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
@@ -115,13 +120,19 @@ def test_codex_resumes_a_claude_code_session(tmp_path: Path) -> None:
     api = _Responses().start()
     try:
         _codex_home(home, api)
+        # Codex has run here before (its state databases exist, as on a user's machine)
+        api.script(Text("Hi."))
+        first = _codex(home, work, "exec", "--skip-git-repo-check", "Say hi.")
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert list((home / ".codex").glob("state_*.sqlite"))
+        seen = len(api.requests)
         api.script(*[Text("We decided to allow '+' in EMAIL; the login test covers it.")] * 3)
         done = handoff(CLAUDE, to="codex", model=MODEL, home=home, cwd=str(work))
         assert done.commands[1].startswith(f"cd {work} && codex exec resume -m {MODEL} ")
         run = _resume(home, work, done.session_id, "What did we decide?", MODEL)
         assert run.returncode == 0, run.stderr[-3000:]
         assert "We decided to allow '+'" in run.stdout
-        turns = _turns(api, MODEL)
+        turns = _turns(api, MODEL, since=seen)
         assert turns, api.report()
         items = turns[0]["input"]
         sent = json.dumps(items)
@@ -253,13 +264,9 @@ def test_claude_code_resumes_a_session_the_real_codex_wrote(tmp_path: Path) -> N
     try:
         _codex_home(home, responses)
         responses.script(Text("Noted: the codeword is HERON-9."))
-        env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex"),
-               "LOOPBACK_API_KEY": "test-key"}  # fmt: skip
-        wrote = subprocess.run(
-            [str(CODEX), "exec", "--skip-git-repo-check", "Remember the codeword: HERON-9."],
-            cwd=work, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-            timeout=180, check=False,
-        )  # fmt: skip
+        wrote = _codex(
+            home, work, "exec", "--skip-git-repo-check", "Remember the codeword: HERON-9."
+        )
         assert wrote.returncode == 0, wrote.stderr[-3000:]
         rollout = next((home / ".codex" / "sessions").rglob("rollout-*.jsonl"))
         assert import_codex(rollout).warnings == []
