@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 
 from session_migrator import Message, ToolCall, lookup_model
 from session_migrator.importers import handoff, import_codex, write_claude_code
+from session_migrator.importers._handoff import RESUME_PROMPT
 from tests.conformance._anthropic_api import AnthropicEmulator
 from tests.conformance._http import Text
 from tests.conformance._models import ServedModel, _served
@@ -193,7 +195,14 @@ def test_codex_resumes_a_long_session_fitted_to_its_window(tmp_path: Path) -> No
         assert done.report.decision == "compressed"
         assert done.messages < done.source_messages
         assert done.report.tokens_after <= done.report.budget
-        run = _resume(home, work, done.session_id, "What did we decide?", SMALL)
+        # the headless command the handoff printed, as printed, in a git checkout as a user's
+        # project is (Codex's exec refuses to run outside one)
+        subprocess.run(["git", "init", "-q", str(work)], check=True, capture_output=True)
+        where, command = done.commands[1].split(" && ", 1)
+        assert where == f"cd {shlex.quote(str(work))}"
+        program, *args = shlex.split(command)
+        assert program == "codex"
+        run = _codex(home, work, *args)
         assert run.returncode == 0, run.stderr[-3000:]
         turns = _turns(api, SMALL)
         assert turns, api.report()
@@ -214,7 +223,7 @@ def test_codex_resumes_a_long_session_fitted_to_its_window(tmp_path: Path) -> No
         calls, outputs = _paired(items)
         assert calls
         assert calls == outputs
-        assert "What did we decide?" in sent
+        assert RESUME_PROMPT in sent
     finally:
         api.stop()
 
