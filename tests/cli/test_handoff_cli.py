@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from session_migrator import register_model
+from session_migrator import Message, migrate, register_model
 from session_migrator.cli import main
 from session_migrator.importers import claude_project_dir, import_claude_code, import_codex
 
@@ -144,11 +144,11 @@ def test_codex_home_is_where_codex_looks(
     assert "codex resume" in out[0]
 
 
-def test_a_codex_handoff_is_fitted_with_room_for_the_harness(
+def test_a_handoff_keeps_room_for_the_target_harness(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     register_model("tiny-codex-handoff", context_window=360, max_output_tokens=100)
-    budgets = {}
+    plain = migrate([Message("user", "hi")], "tiny-codex-handoff").report.budget
     for to in ("claude-code", "codex"):
         assert main(["handoff", str(CODEX), "--to", to, "--model", "tiny-codex-handoff",
                      "--home", str(tmp_path / to)]) == 0  # fmt: skip
@@ -156,13 +156,29 @@ def test_a_codex_handoff_is_fitted_with_room_for_the_harness(
         assert "compressed" in err
         found = re.search(r"of ([\d,]+) tokens", err)
         assert found is not None
-        budgets[to] = int(found.group(1).replace(",", ""))
-    # Codex's own prompt and tools are sent besides the session: up to an eighth of a small
-    # window is kept for them (less the fit's margin on it)
-    assert budgets["claude-code"] - 360 // 8 <= budgets["codex"] < budgets["claude-code"] - 36
+        # the target's own prompt and tools are sent besides the session: up to an eighth of a
+        # small window is kept for them (less the fit's margin on it)
+        budget = int(found.group(1).replace(",", ""))
+        assert plain - 360 // 8 <= budget < plain - 36
     written = next((tmp_path / "codex").rglob("rollout-*.jsonl"))
     kinds = [json.loads(line)["type"] for line in written.read_text().splitlines()]
     assert kinds[:3] == ["session_meta", "turn_context", "compacted"]
+
+
+def test_a_large_window_keeps_the_measured_harness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for to, model, harness in (
+        ("claude-code", "claude-sonnet-4-5", 200_000 // 8),  # (an eighth of the window: < 30k)
+        ("codex", "gpt-5-codex", 9_000),
+    ):
+        plain = migrate([Message("user", "hi")], model).report.budget
+        assert main(["handoff", str(CODEX), "--to", to, "--model", model,
+                     "--home", str(tmp_path / to), "--no-brief"]) == 0  # fmt: skip
+        found = re.search(r"of ([\d,]+) tokens", capsys.readouterr().err)
+        assert found is not None
+        budget = int(found.group(1).replace(",", ""))
+        assert plain - harness <= budget <= plain - harness * 0.9
 
 
 def test_a_codex_session_id_is_a_uuid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from session_migrator import Message, ToolCall, lookup_model
-from session_migrator.importers import handoff, import_codex, write_claude_code
+from session_migrator.importers import handoff, import_codex, write_claude_code, write_codex
 from session_migrator.importers._handoff import RESUME_PROMPT
 from tests.conformance._anthropic_api import AnthropicEmulator
 from tests.conformance._http import Text
@@ -322,4 +322,34 @@ def test_codex_resumes_a_session_the_real_claude_code_wrote(tmp_path: Path) -> N
         assert "What is the codeword?" in sent
     finally:
         responses.stop()
+        messages.stop()
+
+
+@needs_claude
+def test_claude_code_resumes_a_long_codex_session_fitted_to_its_window(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "repo"
+    work.mkdir()
+    # a 150k-token Codex rollout: more than a 200k window holds beside Claude Code's own prompt,
+    # tools and the 32k it asks for
+    _, rollout = write_codex(
+        _long_claude_session(60), codex_home=tmp_path / ".codex", cwd=str(work)
+    )
+    messages = AnthropicEmulator().start()
+    try:
+        messages.script(*[Text("We picked PostgreSQL 16.")] * 5)
+        done = handoff(rollout, to="claude-code", model=CLAUDE_MODEL, home=home)
+        assert done.report.decision == "compressed"
+        run = _claude(home, work, messages.url, "-p", "What did we decide?", "--resume",
+                      done.session_id)  # fmt: skip
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert all(not r.refused for r in messages.requests), messages.report()
+        turns = [r for r in messages.accepted if r.body.get("model") == CLAUDE_MODEL]
+        assert turns, messages.report()
+        assert all(r.prompt_tokens + (r.max_tokens or 0) <= r.window for r in turns)
+        sent = json.dumps(turns[0].body["messages"])
+        assert "[session-migrator: summary of" in sent
+        assert "PostgreSQL 16, for the JSONB indexes." in sent
+        assert "Step 59: why is worker 59 slow?" in sent
+        assert "What did we decide?" in sent
+    finally:
         messages.stop()

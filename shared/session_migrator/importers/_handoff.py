@@ -40,10 +40,12 @@ HARNESS_BLOCKS = (
 BRIEF_CHARS = 1_500
 #: The prompt of the headless resume command printed after a handoff.
 RESUME_PROMPT = "Where were we? Continue from the last state."
-#: What Codex sends besides the session on every turn (its harness prompt, tool schemas, skills
-#: and environment: about 8.3k tokens for a one-line prompt with Codex 0.169), kept free of the
-#: handed-off session (at most an eighth of a small window).
-CODEX_HARNESS_TOKENS = 9_000
+#: What each target agent sends besides the session on every turn (its own harness prompt, tool
+#: schemas, skills and environment), kept free of the handed-off session, at most an eighth of
+#: the window. Measured against the loopback emulators with a one-line session: Codex 0.169
+#: about 8.3k tokens; Claude Code 2.1 about 27k (38k by the Messages API emulator's upper bound),
+#: and it asks for ``max_tokens`` 32,000, within the output reserve of the fit.
+HARNESS_TOKENS = {"claude-code": 30_000, "codex": 9_000}
 
 
 @dataclass(frozen=True)
@@ -96,9 +98,9 @@ def handoff(
     agent looks for its sessions (``~/.claude/projects/...``; ``~/.codex/sessions/...``, or
     ``$CODEX_HOME`` when ``home`` is not given), in the session's working directory (``cwd``
     overrides it) and branch. What the source agent's harness told its model about itself is
-    left out (:data:`HARNESS_BLOCKS`): the target tells its own. For Codex, room for its harness
-    prompt and tools is kept free (:data:`CODEX_HARNESS_TOKENS`) and ``session_id`` must be a
-    UUID."""
+    left out (:data:`HARNESS_BLOCKS`): the target tells its own. Room for the target's own
+    harness prompt and tools is kept free (:data:`HARNESS_TOKENS`). For Codex ``session_id``
+    must be a UUID."""
     if to not in TARGETS:
         raise ValueError(f"to must be one of {', '.join(TARGETS)}, not {to!r}")
     file = Path(path).expanduser()
@@ -107,9 +109,7 @@ def handoff(
     result = _read(file, source)
     session = result.session
     kept = [m for m in session.messages if not _harness(m)]
-    reserved = 0
-    if to == "codex":
-        reserved = min(CODEX_HARNESS_TOKENS, lookup_model(model).context_window // 8)
+    reserved = min(HARNESS_TOKENS[to], lookup_model(model).context_window // 8)
     fitted = migrate(kept, model, source_model=result.source_model, extra_reserved=reserved)
     where = cwd or str(session.metadata.get("cwd") or Path.cwd())
     branch = str(session.metadata.get("git_branch") or "")
