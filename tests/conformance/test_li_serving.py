@@ -4,6 +4,7 @@ the window is the served one, and a memory or a guard built on it sends nothing 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
@@ -78,3 +79,28 @@ def test_the_guard_catches_a_silent_cut(long_thread: tuple[tuple[str, str], ...]
         assert not api.refusals, api.report()
     finally:
         api.stop()
+
+
+@pytest.mark.parametrize("memory_kind", ["SessionMigratorMemory", "FittedMemory"])
+def test_the_memories_fit_the_served_window(
+    server: ServingEmulator, long_thread: tuple[tuple[str, str], ...], memory_kind: str
+) -> None:
+    """A chat engine with either memory built on the bare ``OpenAILike``: the memory reads the
+    window the server serves, so the request it makes is accepted (unguarded, the whole thread
+    is refused: ``test_openai_like_takes_the_served_window``'s guard is not in play here)."""
+    import asyncio
+
+    from llama_index.core.chat_engine import SimpleChatEngine
+
+    from tests.conformance._li import fitted_memory, fitted_memory_api
+
+    llm = OpenAILike(model=MODEL, api_base=server.base_url, api_key="t", is_chat_model=True)
+    memory: Any = (
+        fitted_memory(llm, long_thread)
+        if memory_kind == "SessionMigratorMemory"
+        else asyncio.run(fitted_memory_api(llm, long_thread))
+    )
+    engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+    assert engine.chat("What did we decide?").response
+    assert server.requests, server.report()
+    assert not server.refusals, server.report()
