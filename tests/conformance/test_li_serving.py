@@ -104,3 +104,23 @@ def test_the_memories_fit_the_served_window(
     assert engine.chat("What did we decide?").response
     assert server.requests, server.report()
     assert not server.refusals, server.report()
+
+
+def test_a_memory_on_ollama_fits_its_context_window(
+    long_thread: tuple[tuple[str, str], ...],
+) -> None:
+    """``SessionMigratorMemory`` built on ``Ollama(context_window=4096)``: the chat engine's
+    request fits the 4,096 tokens the class sends as ``num_ctx``, so nothing is cut silently."""
+    from llama_index.core.chat_engine import SimpleChatEngine
+
+    from tests.conformance._li import fitted_memory
+
+    api = OllamaEmulator().start()
+    try:
+        llm = Ollama(model="llama3.1:8b", base_url=api.url, context_window=4096)
+        engine = SimpleChatEngine.from_defaults(llm=llm, memory=fitted_memory(llm, long_thread))
+        assert engine.chat("What did we decide?").response
+        assert api.requests, api.report()
+        assert not api.refusals, api.report()  # (Ollama's "refusal": a silent cut)
+    finally:
+        api.stop()
