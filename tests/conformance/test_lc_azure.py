@@ -79,3 +79,16 @@ def test_unguarded_the_deployment_refuses(
     with pytest.raises(Exception, match="400"):
         _azure(azure_api.url, model="gpt-4").invoke(lc_messages(long_thread))
     assert_refused_without_guard(azure_api)
+
+
+def test_the_history_fits_a_deployment(
+    azure_api: AzureEmulator, long_thread: tuple[tuple[str, str], ...]
+) -> None:
+    from langchain_session_migrator import FittedChatMessageHistory
+    from tests.conformance._lc import ask_through_history
+
+    model = _azure(azure_api.url, model="gpt-4")
+    history = FittedChatMessageHistory("azure", model=model, store="memory://")
+    history.add_messages(lc_messages(long_thread)[1:-1])
+    assert answer_text(ask_through_history(model, history))
+    assert not azure_api.refusals, azure_api.report()

@@ -21,7 +21,7 @@ from langchain_aws import ChatBedrockConverse
 from langchain_session_migrator import FitToModel
 from tests.conformance._bedrock_api import BedrockEmulator
 from tests.conformance._http import Calls, Text
-from tests.conformance._lc import CALLS, TOOLS, answer_text, lc_messages, run
+from tests.conformance._lc import CALLS, TOOLS, answer_text, ask_through_history, lc_messages, run
 from tests.conformance.conftest import assert_conforms, guard_note
 
 HAIKU = "anthropic.claude-3-5-haiku-20241022-v1:0"  # Claude 3.5: the input alone is checked
@@ -127,26 +127,12 @@ def test_the_history_fits_claude_on_bedrock(
 ) -> None:
     """``FittedChatMessageHistory(model=ChatBedrockConverse(...))`` in a
     ``RunnableWithMessageHistory`` chain: fitted to the window of the model the id names."""
-    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-    from langchain_core.runnables.history import RunnableWithMessageHistory
-
     from langchain_session_migrator import FittedChatMessageHistory
 
     model = _bedrock(bedrock_api.url)
     history = FittedChatMessageHistory("bedrock", model=model, store="memory://")
     history.add_messages(lc_messages(claude_thread)[1:-1])
-    prompt = ChatPromptTemplate.from_messages(
-        [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{question}")]
-    )
-    chain = RunnableWithMessageHistory(
-        prompt | model,
-        lambda session_id: history,
-        input_messages_key="question",
-        history_messages_key="history",
-    )
-    out = chain.invoke(
-        {"question": "What did we decide?"}, config={"configurable": {"session_id": "bedrock"}}
-    )
+    out = ask_through_history(model, history)
     assert answer_text(out)
     assert history.last_report is not None
     assert history.last_report.decision == "compressed"

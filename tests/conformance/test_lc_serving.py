@@ -16,7 +16,7 @@ from langchain.chat_models import init_chat_model
 from langchain_openai import ChatOpenAI
 
 from langchain_session_migrator import FitToModel
-from tests.conformance._lc import CALLS, answer_text, lc_messages, run
+from tests.conformance._lc import CALLS, answer_text, ask_through_history, lc_messages, run
 from tests.conformance._serving_api import RUNTIMES, ServingEmulator
 from tests.conformance.conftest import assert_conforms, guard_note
 
@@ -78,26 +78,12 @@ def test_the_history_fits_the_served_window(
 ) -> None:
     """``FittedChatMessageHistory(model=ChatOpenAI(base_url=...))`` in a
     ``RunnableWithMessageHistory`` chain: fitted to the window the server serves."""
-    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-    from langchain_core.runnables.history import RunnableWithMessageHistory
-
     from langchain_session_migrator import FittedChatMessageHistory
 
     model = _chat(server, "ChatOpenAI")
     history = FittedChatMessageHistory(f"serving-{server.runtime}", model=model, store="memory://")
     history.add_messages(lc_messages(long_thread)[1:-1])
-    prompt = ChatPromptTemplate.from_messages(
-        [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{question}")]
-    )
-    chain = RunnableWithMessageHistory(
-        prompt | model,  # type: ignore[operator]
-        lambda session_id: history,
-        input_messages_key="question",
-        history_messages_key="history",
-    )
-    out = chain.invoke(
-        {"question": "What did we decide?"}, config={"configurable": {"session_id": "s"}}
-    )
+    out = ask_through_history(model, history)
     assert answer_text(out)
     assert history.model is not None
     assert history.model.context_window == 6144
