@@ -96,13 +96,15 @@ def build_server(
     *,
     max_sessions: int = DEFAULT_CACHED_SESSIONS,
     embeddings: Any = None,
+    summarizer: Any = None,
 ) -> "MCPServer[Any]":
     """The MCP server object with every tool registered (not yet running).
 
     ``max_sessions``: how many sessions' fitted views are kept between calls. ``embeddings``:
     an embedding model for the recall of ``migrate_session`` and ``session_context`` (e.g.
     :func:`session_migrator.local_embeddings`, what ``session-migrator mcp --embeddings local``
-    gives; see :class:`SessionTools`).
+    gives; see :class:`SessionTools`). ``summarizer``: writes the summaries of what
+    ``session_context`` cuts, in the background (``session-migrator mcp --summarizer openai``).
     Raises :class:`~session_migrator.MissingDependencyError` when the ``mcp`` extra is missing.
     """
     try:
@@ -115,7 +117,9 @@ def build_server(
     except ImportError as exc:
         raise MissingDependencyError("The MCP server", "mcp") from exc
 
-    tools = SessionTools(store, max_sessions=max_sessions, embeddings=embeddings)
+    tools = SessionTools(
+        store, max_sessions=max_sessions, embeddings=embeddings, summarizer=summarizer
+    )
 
     def call(fn: Callable[..., dict[str, Any]], *args: Any) -> CallToolResult:
         """The answer, once: structuredContent (checked against the tool's output schema) and

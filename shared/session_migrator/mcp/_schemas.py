@@ -94,6 +94,14 @@ class AppendAnswer(_Out):
     message_count: int = Field(description="The session's messages now.")
 
 
+class Compaction(_Out):
+    """Background compaction of a session (a server given a summarizer)."""
+
+    state: str = Field(description="off, idle, pending, ready, failed: ..., waiting: ...")
+    written: int = Field(description="Summaries written ahead of need.")
+    seconds: float = Field(description="How long the last one took.")
+
+
 class UsageAnswer(_Out):
     """How much of a model's input budget a session takes."""
 
@@ -106,6 +114,7 @@ class UsageAnswer(_Out):
     share: float = Field(description="tokens / budget (over 1.0: it does not fit as is).")
     fits: bool
     exact: bool = Field(description="False when the counts are estimates for this model.")
+    compaction: Compaction
 
 
 class ContextPage(_Out):

@@ -130,8 +130,15 @@ ROUTES: tuple[RouteSpec, ...] = (
 
 
 class _Api:
-    def __init__(self, store: Any, tokens: Tokens | None, max_body: int, timeout: float) -> None:
-        self.tools = SessionTools(store=store)
+    def __init__(
+        self,
+        store: Any,
+        tokens: Tokens | None,
+        max_body: int,
+        timeout: float,
+        summarizer: Any = None,
+    ) -> None:
+        self.tools = SessionTools(store=store, summarizer=summarizer)
         self.tokens = tokens
         self.max_body = max_body
         self.timeout = timeout
@@ -413,15 +420,18 @@ def create_app(
     timeout: float = DEFAULT_TIMEOUT,
     mcp: bool = False,
     host: str = "127.0.0.1",
+    summarizer: Any = None,
 ) -> Starlette:
     """The HTTP API over ``store`` (a store or URL; ``None``: the default store).
 
     ``tokens``: who may call it (``None`` or empty: anyone who reaches it; serve it on loopback
     only). ``mcp``: also serve the MCP tools over streamable HTTP at ``/mcp/`` (the ``mcp``
     extra), behind the same tokens; ``host`` is where it is served (the MCP endpoint checks the
-    ``Host`` header against it).
+    ``Host`` header against it). ``summarizer``: writes the summaries of what a session's
+    context cuts, in the background (``session-migrator serve --summarizer openai``); the
+    usage route says where each session's compaction stands.
     """
-    api = _Api(store, tokens if tokens else None, max_body, timeout)
+    api = _Api(store, tokens if tokens else None, max_body, timeout, summarizer)
     routes: list[BaseRoute] = [
         Route(
             spec.path,
@@ -434,7 +444,7 @@ def create_app(
     if mcp:
         from session_migrator.mcp_server import build_server
 
-        server = build_server(api.tools.store)
+        server = build_server(api.tools.store, summarizer=summarizer)
         endpoint = server.streamable_http_app(streamable_http_path="/", host=host)
         routes.append(Mount("/mcp", app=_admins_only(endpoint, api.tokens)))
 
