@@ -33,6 +33,7 @@ from llamaindex_session_migrator._guard import FitToModelLLM
 from llamaindex_session_migrator._memory import ModelSource, SessionMigratorMemory
 from llamaindex_session_migrator._memory_reference import MemoryNotRestorableError
 from llamaindex_session_migrator._models import window_for, window_from_metadata
+from llamaindex_session_migrator._subagents import subagent_tool
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "from_chat_message",
     "from_chat_messages",
     "read_context_tool",
+    "subagent_tool",
     "to_chat_message",
     "to_chat_messages",
     "window_for",

@@ -4,8 +4,9 @@ the ids a fit's report says were dropped, summarized or cut inside. Each page is
 (``limit`` characters) and says how to get the next one.
 
 Sub-agents: :func:`parent_note` is what a child session is told of its parent (a fit of a
-session whose metadata names a ``parent_session_id`` sends it on its own), :func:`child_result`
-what a parent is given of a child's run."""
+session whose metadata names a ``parent_session_id`` sends it on its own), :func:`parent_summary`
+the same from the parent's messages (no store: an agent framework's sub-agent call),
+:func:`child_result` what a parent is given of a child's run."""
 
 from __future__ import annotations
 
@@ -13,9 +14,16 @@ from collections.abc import Sequence
 
 from session_migrator.messages._messages import Message
 from session_migrator.migration._report import MigrationReport
-from session_migrator.sessions._parent import parent_note
+from session_migrator.sessions._parent import parent_note, parent_summary
 
-__all__ = ["DEFAULT_LIMIT", "child_result", "list_placeholders", "parent_note", "read_context"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "child_result",
+    "list_placeholders",
+    "parent_note",
+    "parent_summary",
+    "read_context",
+]
 
 #: The most characters one page holds unless told (about 1,000 tokens).
 DEFAULT_LIMIT = 4_000
