@@ -24,6 +24,7 @@ from session_migrator.store._placeholders import (
     ANSWER_LIMIT,
     Placeholder,
     PlaceholderError,
+    PlaceholderNotFoundError,
     compress_context,
     restore_context,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "DEFAULT_LIMIT",
     "Placeholder",
     "PlaceholderError",
+    "PlaceholderNotFoundError",
     "child_result",
     "compress_context",
     "list_placeholders",

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from session_migrator._errors import SessionNotFoundError
+from session_migrator._errors import SessionMigratorError, SessionNotFoundError
 from session_migrator.counting._tokens import HeuristicCounter
 from session_migrator.messages._messages import Message
 from session_migrator.store._protocol import SyncSessionStore
@@ -42,6 +42,7 @@ __all__ = [
     "SUMMARY_TOKENS",
     "Placeholder",
     "PlaceholderError",
+    "PlaceholderNotFoundError",
     "compress_context",
     "covered_ids",
     "list_placeholders",
@@ -60,8 +61,12 @@ ANSWER_LIMIT = 2_000
 _LEASE = "placeholders"
 
 
-class PlaceholderError(ValueError):
+class PlaceholderError(SessionMigratorError, ValueError):
     """A compress or restore call that cannot be done; the message says what to do instead."""
+
+
+class PlaceholderNotFoundError(PlaceholderError, LookupError):
+    """No placeholder of that id is in force in the session (the message lists those that are)."""
 
 
 @dataclass(frozen=True)
@@ -307,7 +312,7 @@ def restore_context(store: SyncSessionStore, session_id: str, placeholder_id: st
         if found is None:
             live = [p.id for p in existing if p.in_force]
             shown = ", ".join(live) if live else "none"
-            raise PlaceholderError(
+            raise PlaceholderNotFoundError(
                 f"no placeholder {placeholder_id!r} in force in this session (in force: "
                 f"{shown}); call list_placeholders for their ids"
             )
