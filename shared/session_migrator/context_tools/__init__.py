@@ -17,6 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, overload
 
+from session_migrator.context_tools._placeholder_tools import (
+    COMPRESS_DESCRIPTION,
+    LIST_DESCRIPTION,
+    RESTORE_DESCRIPTION,
+    compress_text,
+    placeholders_text,
+    restore_text,
+)
 from session_migrator.messages._messages import Message
 from session_migrator.migration._report import MigrationReport
 from session_migrator.sessions._parent import parent_note
@@ -35,16 +43,22 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANSWER_LIMIT",
+    "COMPRESS_DESCRIPTION",
     "DEFAULT_LIMIT",
+    "LIST_DESCRIPTION",
+    "RESTORE_DESCRIPTION",
     "Placeholder",
     "PlaceholderError",
     "PlaceholderNotFoundError",
     "child_result",
     "compress_context",
+    "compress_text",
     "list_placeholders",
     "parent_note",
+    "placeholders_text",
     "read_context",
     "restore_context",
+    "restore_text",
 ]
 
 #: The most characters one page holds unless told (about 1,000 tokens).

@@ -12,6 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from session_migrator.context_tools._placeholder_tools import (
+    COMPRESS_DESCRIPTION,
+    LIST_DESCRIPTION,
+    RESTORE_DESCRIPTION,
+)
 from session_migrator.store._placeholders import (
     ANSWER_LIMIT,
     Placeholder,
@@ -29,21 +34,6 @@ __all__ = [
     "list_answer",
     "restore_answer",
 ]
-
-#: What the model is told each tool does (kept short: they are sent with every request).
-COMPRESS_DESCRIPTION = (
-    "Compress messages first_id..last_id of your context (or every output of one tool) into "
-    "a summary placeholder, to free room; restore_context brings them back. "
-    "Answers in under 500 tokens."
-)
-LIST_DESCRIPTION = (
-    "List the placeholders in force (what you compressed): id, range, summary. "
-    "Answers in under 500 tokens."
-)
-RESTORE_DESCRIPTION = (
-    "Restore a placeholder by its id: its messages are sent whole again when they fit. "
-    "Answers in under 500 tokens."
-)
 
 
 def _row(p: Placeholder, summary_chars: int | None = None) -> dict[str, Any]:

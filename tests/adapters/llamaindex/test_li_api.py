@@ -19,6 +19,7 @@ PUBLIC = [
     "SessionMigratorMemory",
     "from_chat_message",
     "from_chat_messages",
+    "placeholder_tools",
     "read_context_tool",
     "to_chat_message",
     "to_chat_messages",
