@@ -68,8 +68,10 @@ def placeholder_tools(memory: Any) -> list[FunctionTool]:
     """``compress_context``, ``list_placeholders`` and ``restore_context`` over ``memory``'s
     session (anything with ``store`` and ``session_id``): the model compresses a range of its
     own context (or every output of one tool) into a summary placeholder, lists those in force
-    and restores one; the memory's fits honour them. Each answer is text within 2,000
-    characters; a call that cannot be done is answered with what to do.
+    and restores one. A :class:`SessionMigratorMemory`'s fits honour them (a
+    :class:`FittedMemory` keeps them in its store, but its fit does not apply them yet). Each
+    answer is text within 2,000 characters; a call that cannot be done is answered with what
+    to do.
 
     >>> from llama_index.core.llms import MockLLM
     >>> from llamaindex_session_migrator import SessionMigratorMemory

@@ -99,8 +99,8 @@ def test_the_outputs_of_one_tool(store: BaseSessionStore) -> None:
     assert (p.tool, p.covered, p.first_message_id, p.last_message_id) == (
         "read_log",
         4,
-        "sys",
-        "r3",
+        "t0",
+        "t3",
     )
     sent = _sent(store)
     outputs = [m for m in sent if m.role == "tool"]

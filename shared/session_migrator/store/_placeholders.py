@@ -289,8 +289,8 @@ def compress_context(
             text = text[: ANSWER_LIMIT // 2 - 5].rstrip() + " [...]"
         placeholder = Placeholder(
             id=f"p{len(existing) + 1}",
-            first_message_id=ids[first],
-            last_message_id=ids[last],
+            first_message_id=covered[0].id if tool else ids[first],
+            last_message_id=covered[-1].id if tool else ids[last],
             summary=text,
             created=datetime.now(UTC).isoformat(timespec="seconds"),
             covered=len(covered),

