@@ -30,6 +30,11 @@ def test_compress_list_restore_over_http(serve: Callable[..., Served]) -> None: 
         texts = [m["content"] for m in fitted["messages"]]
         assert len(texts) == len(turns) - 5
         assert any('restore_context(id="p1")' in t and "museums 0-2" in t for t in texts)
+        tool = {"type": "function", "function": {"name": "book", "parameters": {"type": "object"}}}
+        whole_request = client.post(
+            "/v1/sessions/trip/build_outbound", json={"model": "gpt-4o", "tools": [tool]}
+        ).json()
+        assert [m["content"] for m in whole_request["messages"]] == texts  # honoured there too
 
         # bad input: problem documents saying what to do
         overlap = client.post(

@@ -296,9 +296,11 @@ class _Api(PlaceholderRoutes):
         tools = body.get("tools") or []
         if tools or body.get("max_output_tokens") is not None:
             from session_migrator.migration._request import fit_request
+            from session_migrator.sessions._placeholder_view import PlaceholderView
 
+            log = self.tools.store.load(call.session_id)  # (the agent's placeholders honoured)
             fit = fit_request(
-                self.tools.store.load(call.session_id),
+                PlaceholderView().view(self.tools.store, call.session_id, log),
                 model,
                 tools=tools,
                 max_output_tokens=body.get("max_output_tokens"),
