@@ -149,3 +149,19 @@ def test_other_metadata_is_kept(store: BaseSessionStore) -> None:
     info = store.get_session("s")
     assert info is not None
     assert info.metadata["user_id"] == "ann"
+
+
+def test_placeholders_hold_when_the_store_is_opened_again(
+    make_store: StoreFactory, backend: str
+) -> None:
+    if backend == "memory":
+        pytest.skip("a memory:// store is new each time it is opened")
+    first = make_store()
+    _session(first)
+    compress_context(first, "s", first_id="u0", last_id="r0", summary="service 0 is fine")
+    first.close()
+    again = make_store()  # (another process would open it so)
+    assert [p.summary for p in list_placeholders(again, "s")] == ["service 0 is fine"]
+    assert any('restore_context(id="p1")' in m.text for m in _sent(again))
+    restore_context(again, "s", "p1")
+    assert list_placeholders(make_store(), "s") == []

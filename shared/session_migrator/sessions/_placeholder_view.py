@@ -86,7 +86,9 @@ def apply_placeholders(
                     else f"[... this {p.tool} output is compressed by the agent (placeholder "
                     f'{p.id}, summary above); restore_context(id="{p.id}") brings it back ...]'
                 )
-                made[key] = by_id[mid].replace(content=text, extra=_marked(p, len(ids)))
+                original = by_id[mid]
+                extra = {**original.extra, **_marked(p, len(ids))}
+                made[key] = original.replace(content=text, extra=extra)
             replaced[mid] = made[key]
     if not replaced:
         return list(messages)
