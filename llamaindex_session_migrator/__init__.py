@@ -1,7 +1,8 @@
 """LlamaIndex adapter for session-migrator: store-backed memories that fit the conversation to
 whichever model reads it (``SessionMigratorMemory``, a ``ChatMemoryBuffer``; ``FittedMemory``, a
 ``Memory``), the ``read_context`` tool that reads back what a fit cut
-(:func:`read_context_tool`), and lossless ``ChatMessage`` conversion.
+(:func:`read_context_tool`), the tools that compress a range of the context into a placeholder,
+list and restore them (:func:`placeholder_tools`), and lossless ``ChatMessage`` conversion.
 
 >>> from llama_index.core.llms import ChatMessage, MockLLM
 >>> from llamaindex_session_migrator import SessionMigratorMemory
@@ -20,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError("The LlamaIndex adapter", "llamaindex") from exc
 
 from llamaindex_session_migrator._chat_store import SessionChatStore
-from llamaindex_session_migrator._context_tools import read_context_tool
+from llamaindex_session_migrator._context_tools import placeholder_tools, read_context_tool
 from llamaindex_session_migrator._convert import (
     LLAMAINDEX_KEY,
     from_chat_message,
@@ -47,6 +48,7 @@ __all__ = [
     "SessionMigratorMemory",
     "from_chat_message",
     "from_chat_messages",
+    "placeholder_tools",
     "read_context_tool",
     "subagent_tool",
     "to_chat_message",

@@ -14,6 +14,9 @@ __all__ = [
     "MigrateAnswer",
     "ModelList",
     "Page",
+    "PlaceholderAnswer",
+    "PlaceholderInfo",
+    "PlaceholderList",
     "SessionList",
     "UsageAnswer",
     "WindowInfo",
@@ -151,3 +154,33 @@ class SessionList(_Out):
         description="id, workspace, message_count, created_at, updated_at, metadata; most "
         "recently active first."
     )
+
+
+class PlaceholderInfo(_Out):
+    """A placeholder the agent put: a range (or one tool's outputs) compressed to a summary."""
+
+    id: str = Field(description="What restore_context takes.")
+    first_message_id: str
+    last_message_id: str
+    summary: str
+    created: str
+    covered: int = Field(description="How many messages (or tool outputs) it stands for.")
+    tool: str | None = None
+    restored: str | None = None
+
+
+class PlaceholderAnswer(_Out):
+    """A placeholder put or restored."""
+
+    session_id: str
+    placeholder: PlaceholderInfo
+    note: str
+
+
+class PlaceholderList(_Out):
+    """The placeholders in force, oldest first."""
+
+    session_id: str
+    count: int
+    omitted: int = Field(description="The oldest ones left out to keep the answer short.")
+    placeholders: list[PlaceholderInfo]

@@ -32,6 +32,8 @@ from session_migrator._version import __version__
 from session_migrator.mcp._answers import jsonable
 from session_migrator.mcp._tools import SESSIONS_PAGE, SessionTools, parse_messages
 from session_migrator.server._auth import Scope, Tokens
+from session_migrator.server._placeholder_routes import PlaceholderRoutes
+from session_migrator.store._placeholders import PlaceholderNotFoundError
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_TIMEOUT", "ROUTES", "create_app"]
 
@@ -65,6 +67,7 @@ class Problem(Exception):
 
 _STATUS: tuple[tuple[type[Exception], int, str], ...] = (
     (SessionNotFoundError, 404, "Session not found"),
+    (PlaceholderNotFoundError, 404, "Placeholder not found"),
     (UnknownModelError, 422, "Unknown model"),
     (BudgetError, 422, "Over the budget"),
     (SessionMigratorError, 400, "Bad request"),
@@ -112,6 +115,24 @@ ROUTES: tuple[RouteSpec, ...] = (
         "A page of a stored message's whole text, by the id a fit's marker names (read_context).",
         "read_context",
     ),
+    RouteSpec(
+        "POST",
+        "/v1/sessions/{session_id}/compress",
+        "Compress a range (first_id..last_id) or one tool's outputs into a summary placeholder.",
+        "compress_context",
+    ),
+    RouteSpec(
+        "GET",
+        "/v1/sessions/{session_id}/placeholders",
+        "The placeholders in force (what the agent compressed).",
+        "list_placeholders",
+    ),
+    RouteSpec(
+        "POST",
+        "/v1/sessions/{session_id}/placeholders/{placeholder_id}/restore",
+        "Restore a placeholder: its messages are sent whole again when they fit.",
+        "restore_context",
+    ),
     RouteSpec("GET", "/v1/sessions/{session_id}/usage", "The session against a model.", "usage"),
     RouteSpec("DELETE", "/v1/sessions/{session_id}", "Delete a session.", "delete"),
     RouteSpec(
@@ -129,7 +150,7 @@ ROUTES: tuple[RouteSpec, ...] = (
 )
 
 
-class _Api:
+class _Api(PlaceholderRoutes):
     def __init__(
         self,
         store: Any,
@@ -282,9 +303,11 @@ class _Api:
         tools = body.get("tools") or []
         if tools or body.get("max_output_tokens") is not None:
             from session_migrator.migration._request import fit_request
+            from session_migrator.sessions._placeholder_view import PlaceholderView
 
+            log = self.tools.store.load(call.session_id)  # (the agent's placeholders honoured)
             fit = fit_request(
-                self.tools.store.load(call.session_id),
+                PlaceholderView().view(self.tools.store, call.session_id, log),
                 model,
                 tools=tools,
                 max_output_tokens=body.get("max_output_tokens"),

@@ -37,7 +37,9 @@ def parent_note(
     # the parent's own rolling summary of its older part, with what it did since
     stored = store.get_summary(parent_id)
     log = store.load(parent_id)
-    since = [m.id for m in log].index(stored.last_id) + 1 if stored is not None else 0
+    ids = [m.id for m in log]
+    # (a summary that ends on a placeholder's line, not a stored message: from the top)
+    since = ids.index(stored.last_id) + 1 if stored is not None and stored.last_id in ids else 0
     return parent_summary(
         log[since:],
         window,
