@@ -27,6 +27,9 @@ TOOLS = {
     "session_list",
     "handoff_session",
     "read_context",
+    "compress_context",
+    "list_placeholders",
+    "restore_context",
 }
 
 
