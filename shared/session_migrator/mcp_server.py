@@ -411,7 +411,9 @@ def build_server(
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def handoff_session(
         path: Annotated[str, Field(min_length=1, description="A Codex or Claude Code .jsonl.")],
-        to: Annotated[Literal["claude-code"], Field(description="The agent to continue in.")],
+        to: Annotated[
+            Literal["claude-code", "codex"], Field(description="The agent to continue in.")
+        ],
         model: Model,
         home: Annotated[
             str | None, Field(description="The home folder to write under (default: ~).")

@@ -135,6 +135,16 @@ class HandoffAnswer(_Out):
     session_id: str
     path: str = Field(description="The session file written for the target agent.")
     command: str = Field(description="The command that resumes it in the target agent.")
+    commands: list[str] = Field(
+        default_factory=list,
+        description="Every command that resumes it: interactive, then headless "
+        "(claude -p ... --resume, codex exec resume).",
+    )
+    brief: str = Field(
+        default="",
+        description="A short Markdown brief of the session: its goal, the files touched, the "
+        "facts and decisions, the last exchange.",
+    )
     cwd: str
     messages: int
     source_messages: int

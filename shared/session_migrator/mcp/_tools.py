@@ -194,6 +194,8 @@ class SessionTools:
             "session_id": done.session_id,
             "path": str(done.path),
             "command": done.command,
+            "commands": list(done.commands),
+            "brief": done.brief,
             "cwd": done.cwd,
             "messages": done.messages,
             "source_messages": done.source_messages,
