@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls, check_pending
+from session_migrator.migration._gap import check_gap_note
 from session_migrator.migration._strategies import Compressor
 from session_migrator.recall._related import RelatedSession, RelatedSessions
 from session_migrator.summaries._summarizers import Summarizer, Summary
@@ -42,6 +44,9 @@ class FitOptions:
     budget_cap: int | None = None
     #: an embedding model recall fuses with bm25 (see :mod:`session_migrator.recall._hybrid`)
     embeddings: Any = None
+    #: the note of the gap before the newest user message: ``True`` (past 30 minutes), ``False``
+    #: (none) or the threshold (see :mod:`session_migrator.migration._gap`)
+    gap_note: bool | timedelta = True
 
     def __post_init__(self) -> None:
         counter = self.counter
@@ -59,6 +64,12 @@ class FitOptions:
                 f"OpenAISummarizer()), got {type(summarizer).__name__}"
             )
         check_pending(self.pending_tool_calls)
+        check_gap_note(self.gap_note)
+
+    @property
+    def gap_threshold(self) -> timedelta | None:
+        """The gap past which a note of it is sent (``None``: never)."""
+        return check_gap_note(self.gap_note)
 
     @property
     def keep_pending(self) -> bool:
