@@ -84,7 +84,8 @@ def test_a_question_naming_a_day_recalls_that_days_turns_shown_with_their_date()
         assert lead.marker is not None
         assert f"{day:%a} {day.day} {day:%b %Y}" in lead.text  # the recalled turn's day
         # the gap before the question: its own note, just before it (not in the lead)
-        assert "last active" not in lead.text and "returns after" not in lead.text
+        assert "last active" not in lead.text
+        assert "returns after" not in lead.text
         gap = result.messages[-2]
         assert (gap.marker or {}).get("kind") == "gap_note", place
         assert gap.text.startswith("[session-migrator: The user returns after ")
