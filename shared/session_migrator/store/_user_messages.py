@@ -72,4 +72,3 @@ def user_messages(
                 found.append((when, info.id, m))
     found.sort(key=lambda row: row[0])  # (stable: ties keep the sessions' order)
     return [(sid, m) for _, sid, m in found]
-
