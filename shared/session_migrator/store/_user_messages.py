@@ -46,7 +46,8 @@ def user_messages(
     wanted = user_id_of({"user_id": user_id})
     if wanted is None:
         raise ValueError(f"user_id must be a non-empty string or an integer, got {user_id!r}")
-    if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
+    valid = not isinstance(days, bool) and isinstance(days, (int, float))  # (from untyped code)
+    if not valid or days < 0:
         raise ValueError(f"days must be a number >= 0, got {days!r}")
     if now is None:
         clock = getattr(store, "_clock", None)
