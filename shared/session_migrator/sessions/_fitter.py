@@ -218,6 +218,9 @@ class SessionFitter:
         messages = storage_ids(messages)  # the ids the store keeps (a derived one is not)
         with self._lock:
             self.refresh()
+            # (the time the store gives a message without one: kept here too, for the gap note)
+            said = self.store.now()
+            messages = [m if m.timestamp else m.replace(timestamp=said) for m in messages]
             self.store.append(
                 self.session_id, messages, workspace=self.workspace, metadata=self.metadata
             )
