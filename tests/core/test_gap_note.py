@@ -180,3 +180,41 @@ def test_a_session_fitter_sends_it_and_can_turn_it_off() -> None:
         assert _gap_notes(higher.messages) == []
         with pytest.raises(TypeError, match="gap_note"):
             SessionFitter("s", store=store, gap_note="yes")  # type: ignore[arg-type]
+
+
+def test_the_langchain_history_and_the_llamaindex_memory_send_it_and_can_turn_it_off() -> None:
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.llms import ChatMessage
+
+    from langchain_session_migrator import FittedChatMessageHistory
+    from llamaindex_session_migrator import SessionMigratorMemory
+
+    now = [T0.timestamp()]
+    store = open_store("memory://", clock=lambda: now[0])
+    for gap_note, sent in ((True, 1), (False, 0)):
+        history = FittedChatMessageHistory(
+            f"lc-{gap_note}", store=store, model="gpt-4o", gap_note=gap_note
+        )
+        history.add_user_message("Plan my week")
+        history.add_ai_message("Monday: email.")
+        now[0] += 3 * 86_400
+        history.add_user_message("And Tuesday?")  # (appended in this process: its time kept)
+        texts = [str(m.content) for m in history.messages]
+        notes = [t for t in texts if t.startswith("[session-migrator: The user returns")]
+        assert len(notes) == sent
+        assert texts[-1] == "And Tuesday?"
+        assert len(history.full_messages) == 3  # (the note is never stored)
+
+        memory = SessionMigratorMemory(store=store, model="gpt-4o", gap_note=gap_note)
+        memory.put(ChatMessage(role="user", content="Plan my week"))
+        memory.put(ChatMessage(role="assistant", content="Monday: email."))
+        now[0] += 3 * 3600
+        memory.put(ChatMessage(role="user", content="And Tuesday?"))
+        got = memory.get()
+        notes = [m for m in got if str(m.content).startswith("[session-migrator: The user")]
+        assert len(notes) == sent
+        # handed back with the next answer (as a ChatMemoryBuffer's caller does), the note is
+        # not stored
+        memory.set([*got, ChatMessage(role="assistant", content="Tuesday: gym.")])
+        assert len(memory.get_all()) == 4

@@ -14,9 +14,9 @@ cannot hold it) the note is left out and the report says so. ``gap_note=False`` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._units import stable_id
@@ -46,13 +46,18 @@ def check_gap_note(value: object) -> timedelta | None:
     )
 
 
-def gap_message(messages: Sequence[Message], threshold: timedelta | None) -> Message | None:
+def gap_message(
+    messages: Sequence[Message],
+    threshold: timedelta | None,
+    times: Mapping[str, datetime] | None = None,
+) -> Message | None:
     """The note of the gap before the newest user message of ``messages``, marked with that
-    message's id (``None``: off, no times, or a gap under ``threshold``)."""
+    message's id (``None``: off, no times, or a gap under ``threshold``); ``times``: when the
+    messages without a timestamp were said, by id."""
     if threshold is None:
         return None
-    text = gap_note(messages, threshold)
-    found = gap_between(messages)
+    text = gap_note(messages, threshold, times)
+    found = gap_between(messages, times)
     if text is None or found is None:
         return None
     at, gap, _ = found

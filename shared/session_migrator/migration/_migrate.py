@@ -202,7 +202,7 @@ def fit_messages(
     query, related, reserve_output = options.query, options.related, options.reserve_output
     extra_reserved, budget_cap = options.extra_reserved, options.budget_cap
     previous_summary = options.previous_summary
-    gap = gap_message(messages, options.gap_threshold)
+    gap = gap_message(messages, options.gap_threshold, options.times)
     found = (
         RelatedExcerpts(
             related, messages, query if query is not None else latest_user_text(messages)

@@ -8,9 +8,9 @@ parameters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from session_migrator.counting._counter import TokenCounter
@@ -47,6 +47,9 @@ class FitOptions:
     #: the note of the gap before the newest user message: ``True`` (past 30 minutes), ``False``
     #: (none) or the threshold (see :mod:`session_migrator.migration._gap`)
     gap_note: bool | timedelta = True
+    #: when the messages without a ``timestamp`` were stored, by id (a fitter's own appends,
+    #: which it keeps as given): the gap note reads them
+    times: Mapping[str, datetime] | None = None
 
     def __post_init__(self) -> None:
         counter = self.counter

@@ -11,7 +11,7 @@ take.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 
 from session_migrator.fitting._units import is_step_result
@@ -136,18 +136,26 @@ def show_day(when: datetime) -> str:
 GAP_THRESHOLD = timedelta(minutes=30)
 
 
-def gap_between(messages: Sequence[Message]) -> tuple[int, timedelta, datetime] | None:
+def gap_between(
+    messages: Sequence[Message], times: Mapping[str, datetime] | None = None
+) -> tuple[int, timedelta, datetime] | None:
     """The newest user message's place (one that starts a turn: not a step's result), the gap
     since the message before it (the nearest that is not a system message) and when that one
-    was said; ``None`` without such a pair, or without both times."""
+    was said; ``None`` without such a pair, or without both times (a message's ``timestamp``,
+    else ``times`` by its id)."""
+    known = times or {}
     for at in range(len(messages) - 1, 0, -1):
         m = messages[at]
         if m.role != "user" or is_step_result(m):
             continue
         before = next((p for p in reversed(messages[:at]) if p.role != "system"), None)
-        if before is None or m.timestamp is None or before.timestamp is None:
+        if before is None:
             return None
-        return at, m.timestamp - before.timestamp, before.timestamp
+        newest = m.timestamp or known.get(m.id)
+        then = before.timestamp or known.get(before.id)
+        if newest is None or then is None:
+            return None
+        return at, newest - then, then
     return None
 
 
@@ -155,13 +163,17 @@ def _plural(n: int, unit: str) -> str:
     return f"{n} {unit}{'s' if n != 1 else ''}"
 
 
-def gap_note(messages: Sequence[Message], threshold: timedelta = GAP_THRESHOLD) -> str | None:
+def gap_note(
+    messages: Sequence[Message],
+    threshold: timedelta = GAP_THRESHOLD,
+    times: Mapping[str, datetime] | None = None,
+) -> str | None:
     """What the note of the gap before the newest user message says, graded by its length:
     ``The user returns after 9 days (last message 2026-11-26).``, ``... after 3 hours (last
     message 2026-11-26 14:05 UTC).``, ``... after 45 minutes (...)``; ``None`` when the gap is
     under ``threshold`` or not known (see :func:`gap_between`).
     """
-    found = gap_between(messages)
+    found = gap_between(messages, times)
     if found is None:
         return None
     _, gap, before = found

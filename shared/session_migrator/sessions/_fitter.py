@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Hashable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import SessionNotFoundError
@@ -140,6 +140,7 @@ class SessionFitter:
         self.gap_note = gap_note
         self._lock = threading.RLock()
         self._messages: list[Message] = []
+        self._said: dict[str, datetime] = {}  # (when the messages appended here were stored)
         self._ids: set[str] = set()
         self._loaded = False
         self._cache: tuple[Hashable, MigrationResult] | None = None
@@ -183,6 +184,7 @@ class SessionFitter:
         with self._lock:
             if not self._loaded:
                 self._messages = list(self.store.load(self.session_id))
+                self._said = {}  # (the store's messages have their times)
                 self._ids = {m.id for m in self._messages}
                 self._loaded = True
                 self._ledger = None
@@ -218,9 +220,7 @@ class SessionFitter:
         messages = storage_ids(messages)  # the ids the store keeps (a derived one is not)
         with self._lock:
             self.refresh()
-            # (the time the store gives a message without one: kept here too, for the gap note)
-            said = self.store.now()
-            messages = [m if m.timestamp else m.replace(timestamp=said) for m in messages]
+            said = self.store.now()  # (the time the store gives a message without one)
             self.store.append(
                 self.session_id, messages, workspace=self.workspace, metadata=self.metadata
             )
@@ -229,6 +229,8 @@ class SessionFitter:
                 if m.id not in self._ids:
                     self._ids.add(m.id)
                     self._messages.append(stored_form(m))
+                    if m.timestamp is None:  # (kept as given; its time for the gap note)
+                        self._said[m.id] = said
             user = self._user_id() if self.user_facts else None
             if user is not None and any(m.role == "user" for m in messages):
                 from session_migrator.store import learn_user_facts
@@ -309,6 +311,7 @@ class SessionFitter:
                 budget_cap=budget_cap,
                 embeddings=session_vectors(self),
                 gap_note=self.gap_note,
+                times=self._said,
             )
             result = fit_messages(ledger.messages, window, options, ledger)
             for note, cost in zip(notes, notes_cost, strict=True):
