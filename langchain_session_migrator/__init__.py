@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from langchain_session_migrator._middleware import (
         state_read_context_tool as read_context_tool,
     )
+    from langchain_session_migrator._subagents import subagent_tool
 
 __all__ = [
     "FitToModel",
@@ -62,6 +63,7 @@ __all__ = [
     "messages_from_core",
     "messages_to_core",
     "read_context_tool",
+    "subagent_tool",
     "window_for",
 ]
 
@@ -75,6 +77,14 @@ def __getattr__(name: str) -> Any:
                 "read_context_tool (LangChain v1 agents, LangGraph)", "langchain"
             ) from exc
         return state_read_context_tool
+    if name == "subagent_tool":
+        try:
+            from langchain_session_migrator._subagents import subagent_tool
+        except ImportError as exc:  # pragma: no cover - exercised without the extra
+            raise MissingDependencyError(
+                "subagent_tool (LangChain v1 agents)", "langchain"
+            ) from exc
+        return subagent_tool
     if name == "FitToModelMiddleware":
         try:
             from langchain_session_migrator._middleware import FitToModelMiddleware

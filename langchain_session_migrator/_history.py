@@ -22,6 +22,7 @@ from langchain_session_migrator._convert_parts import with_cache_breakpoint
 from langchain_session_migrator._history_model import _ModelChoice
 from langchain_session_migrator._history_state import _SessionState
 from langchain_session_migrator._loading import CallInput, input_being_loaded
+from langchain_session_migrator._placeholder_tools import store_placeholder_tools
 from langchain_session_migrator._summarizer import as_summarizer, check_store
 from session_migrator import (
     DEFAULT_SLACK,
@@ -349,11 +350,18 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
         """:meth:`clear` in a worker thread."""
         await asyncio.to_thread(self.clear)
 
-    def context_tools(self) -> list[BaseTool]:
-        """The ``read_context`` tool, for the model of a chain reading this history: an old tool
-        output the fit shrank leaves a marker naming its id (``read_context(id="...")``), and
-        the tool reads a page of the original back from the store (an offloaded output too)."""
-        return [store_read_context_tool(self.store, self.session_id)]
+    def context_tools(self, *, placeholders: bool = True) -> list[BaseTool]:
+        """The context tools, for the model of a chain reading this history: ``read_context``
+        (an old tool output the fit shrank leaves a marker naming its id,
+        ``read_context(id="...")``, and the tool reads a page of the original back from the
+        store, an offloaded output too), then ``compress_context``, ``list_placeholders`` and
+        ``restore_context`` (the model compresses a range of its own context into a summary
+        placeholder and restores it; the fits honour them). ``placeholders=False``: only
+        ``read_context``."""
+        tools = [store_read_context_tool(self.store, self.session_id)]
+        if placeholders:
+            tools += store_placeholder_tools(self.store, self.session_id)
+        return tools
 
     def close(self) -> None:
         """Close the store if this history opened it from a URL (a given store is left open)."""

@@ -1,7 +1,8 @@
 """LlamaIndex adapter for session-migrator: store-backed memories that fit the conversation to
 whichever model reads it (``SessionMigratorMemory``, a ``ChatMemoryBuffer``; ``FittedMemory``, a
 ``Memory``), the ``read_context`` tool that reads back what a fit cut
-(:func:`read_context_tool`), and lossless ``ChatMessage`` conversion.
+(:func:`read_context_tool`), the tools that compress a range of the context into a placeholder,
+list and restore them (:func:`placeholder_tools`), and lossless ``ChatMessage`` conversion.
 
 >>> from llama_index.core.llms import ChatMessage, MockLLM
 >>> from llamaindex_session_migrator import SessionMigratorMemory
@@ -20,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError("The LlamaIndex adapter", "llamaindex") from exc
 
 from llamaindex_session_migrator._chat_store import SessionChatStore
-from llamaindex_session_migrator._context_tools import read_context_tool
+from llamaindex_session_migrator._context_tools import placeholder_tools, read_context_tool
 from llamaindex_session_migrator._convert import (
     LLAMAINDEX_KEY,
     from_chat_message,
@@ -33,6 +34,7 @@ from llamaindex_session_migrator._guard import FitToModelLLM
 from llamaindex_session_migrator._memory import ModelSource, SessionMigratorMemory
 from llamaindex_session_migrator._memory_reference import MemoryNotRestorableError
 from llamaindex_session_migrator._models import window_for, window_from_metadata
+from llamaindex_session_migrator._subagents import subagent_tool
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 
 __all__ = [
@@ -46,7 +48,9 @@ __all__ = [
     "SessionMigratorMemory",
     "from_chat_message",
     "from_chat_messages",
+    "placeholder_tools",
     "read_context_tool",
+    "subagent_tool",
     "to_chat_message",
     "to_chat_messages",
     "window_for",

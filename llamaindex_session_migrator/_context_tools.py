@@ -15,9 +15,17 @@ from typing import Any
 
 from llama_index.core.tools import FunctionTool
 
-from session_migrator.context_tools import read_context
+from session_migrator.context_tools import (
+    COMPRESS_DESCRIPTION,
+    LIST_DESCRIPTION,
+    RESTORE_DESCRIPTION,
+    compress_text,
+    placeholders_text,
+    read_context,
+    restore_text,
+)
 
-__all__ = ["READ_CONTEXT_DESCRIPTION", "read_context_tool"]
+__all__ = ["READ_CONTEXT_DESCRIPTION", "placeholder_tools", "read_context_tool"]
 
 #: What the model is told the tool does (kept short: it is sent with every request).
 READ_CONTEXT_DESCRIPTION = (
@@ -54,3 +62,70 @@ def read_context_tool(memory: Any) -> FunctionTool:
     return FunctionTool.from_defaults(
         fn=read, async_fn=aread, name="read_context", description=READ_CONTEXT_DESCRIPTION
     )
+
+
+def placeholder_tools(memory: Any) -> list[FunctionTool]:
+    """``compress_context``, ``list_placeholders`` and ``restore_context`` over ``memory``'s
+    session (anything with ``store`` and ``session_id``): the model compresses a range of its
+    own context (or every output of one tool) into a summary placeholder, lists those in force
+    and restores one. A :class:`SessionMigratorMemory`'s fits honour them (a
+    :class:`FittedMemory` keeps them in its store, but its fit does not apply them yet). Each
+    answer is text within 2,000 characters; a call that cannot be done is answered with what
+    to do.
+
+    >>> from llama_index.core.llms import MockLLM
+    >>> from llamaindex_session_migrator import SessionMigratorMemory
+    >>> memory = SessionMigratorMemory.from_defaults(llm=MockLLM(), store="memory://")
+    >>> [t.metadata.name for t in placeholder_tools(memory)]
+    ['compress_context', 'list_placeholders', 'restore_context']
+    """
+    store, session_id = memory.store, memory.session_id
+
+    def compress_context(
+        first_id: str | None = None,
+        last_id: str | None = None,
+        summary: str | None = None,
+        tool: str | None = None,
+    ) -> str:
+        return compress_text(store, session_id, first_id, last_id, summary, tool)
+
+    async def acompress_context(
+        first_id: str | None = None,
+        last_id: str | None = None,
+        summary: str | None = None,
+        tool: str | None = None,
+    ) -> str:
+        return await asyncio.to_thread(compress_context, first_id, last_id, summary, tool)
+
+    def list_placeholders() -> str:
+        return placeholders_text(store, session_id)
+
+    async def alist_placeholders() -> str:
+        return await asyncio.to_thread(list_placeholders)
+
+    def restore_context(id: str) -> str:
+        return restore_text(store, session_id, id)
+
+    async def arestore_context(id: str) -> str:
+        return await asyncio.to_thread(restore_context, id)
+
+    return [
+        FunctionTool.from_defaults(
+            fn=compress_context,
+            async_fn=acompress_context,
+            name="compress_context",
+            description=COMPRESS_DESCRIPTION,
+        ),
+        FunctionTool.from_defaults(
+            fn=list_placeholders,
+            async_fn=alist_placeholders,
+            name="list_placeholders",
+            description=LIST_DESCRIPTION,
+        ),
+        FunctionTool.from_defaults(
+            fn=restore_context,
+            async_fn=arestore_context,
+            name="restore_context",
+            description=RESTORE_DESCRIPTION,
+        ),
+    ]

@@ -18,11 +18,13 @@ message that says what to fix, and the server keeps serving):
   other than the stored session's is refused), ``session_context(session_id, model,
   strategy?, query?, reserve_output_tokens?, context_window?, recall_scope?)``,
   ``session_usage(session_id, model, context_window?)``,
-  ``session_list(workspace?, offset?, limit?)``: the session store (``--store URL``, default
-  the embedded SQLite file under ``SESSION_MIGRATOR_HOME``). ``session_context`` goes through
-  :class:`~session_migrator.sessions._fitter.SessionFitter`: cached counts, the rolling summary and
-  the
-  migration log are kept in the store.
+  ``session_list(workspace?, offset?, limit?)``, ``read_context(session_id, id, offset?)``,
+  ``compress_context(session_id, first_id?, last_id?, summary?, tool?)``,
+  ``list_placeholders(session_id)``, ``restore_context(session_id, id)``: the session store
+  (``--store URL``, default the embedded SQLite file under ``SESSION_MIGRATOR_HOME``).
+  ``session_context`` goes through :class:`~session_migrator.sessions._fitter.SessionFitter`:
+  cached counts, the rolling summary and the migration log are kept in the store, and the
+  placeholders the agent put (``compress_context``) are honoured.
 
 With an embedding model (``build_server(embeddings=...)``; ``session-migrator mcp --embeddings
 local``: :func:`session_migrator.local_embeddings`), ``migrate_session`` and ``session_context``
@@ -96,13 +98,15 @@ def build_server(
     *,
     max_sessions: int = DEFAULT_CACHED_SESSIONS,
     embeddings: Any = None,
+    summarizer: Any = None,
 ) -> "MCPServer[Any]":
     """The MCP server object with every tool registered (not yet running).
 
     ``max_sessions``: how many sessions' fitted views are kept between calls. ``embeddings``:
     an embedding model for the recall of ``migrate_session`` and ``session_context`` (e.g.
     :func:`session_migrator.local_embeddings`, what ``session-migrator mcp --embeddings local``
-    gives; see :class:`SessionTools`).
+    gives; see :class:`SessionTools`). ``summarizer``: writes the summaries of what
+    ``session_context`` cuts, in the background (``session-migrator mcp --summarizer openai``).
     Raises :class:`~session_migrator.MissingDependencyError` when the ``mcp`` extra is missing.
     """
     try:
@@ -115,7 +119,9 @@ def build_server(
     except ImportError as exc:
         raise MissingDependencyError("The MCP server", "mcp") from exc
 
-    tools = SessionTools(store, max_sessions=max_sessions, embeddings=embeddings)
+    tools = SessionTools(
+        store, max_sessions=max_sessions, embeddings=embeddings, summarizer=summarizer
+    )
 
     def call(fn: Callable[..., dict[str, Any]], *args: Any) -> CallToolResult:
         """The answer, once: structuredContent (checked against the tool's output schema) and
@@ -405,7 +411,9 @@ def build_server(
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def handoff_session(
         path: Annotated[str, Field(min_length=1, description="A Codex or Claude Code .jsonl.")],
-        to: Annotated[Literal["claude-code"], Field(description="The agent to continue in.")],
+        to: Annotated[
+            Literal["claude-code", "codex"], Field(description="The agent to continue in.")
+        ],
         model: Model,
         home: Annotated[
             str | None, Field(description="The home folder to write under (default: ~).")
@@ -419,6 +427,9 @@ def build_server(
         command that resumes it."""
         return call(tools.handoff_session, path, to, model, home, cwd)
 
+    from session_migrator.mcp._placeholder_tools import register_placeholder_tools
+
+    register_placeholder_tools(server, call, tools)
     return server
 
 

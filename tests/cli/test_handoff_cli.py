@@ -1,21 +1,27 @@
-"""``session-migrator handoff``: a Codex session continued in Claude Code, written where Claude
-Code looks for its sessions, fitted to the target model, read back by the Claude Code importer
-with its messages, tool pairs, times, working directory and branch."""
+"""``session-migrator handoff``: a Codex session continued in Claude Code and a Claude Code
+session continued in Codex, each written where the target looks for its sessions, fitted to the
+target model, read back by the target's importer with its messages, tool pairs, times, working
+directory and branch."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from session_migrator import register_model
+from session_migrator import Message, migrate, register_model
 from session_migrator.cli import main
 from session_migrator.importers import claude_project_dir, import_claude_code, import_codex
 
 FIXTURES = Path(__file__).resolve().parents[1] / "importers" / "fixtures"
 CODEX = next((FIXTURES / "codex_current" / "2026").rglob("rollout-*.jsonl"))
+CLAUDE = (
+    FIXTURES / "claude_code_2x" / "-home-dev-api" / "7e1f3a20-5c4b-4d8e-9f10-2a3b4c5d6e7f.jsonl"
+)
+SID = "0199a0b1-1c2d-7e3f-8a4b-5c6d7e8f9a0b"
 
 
 def test_a_codex_session_continues_in_claude_code(
@@ -29,7 +35,11 @@ def test_a_codex_session_continues_in_claude_code(
     assert code == 0
     out = capsys.readouterr()
     cwd = source.session.metadata["cwd"]
-    assert out.out.strip() == f"cd {cwd} && claude --resume handed-off --model claude-sonnet-4-5"
+    interactive, headless, blank, title, *_ = out.out.splitlines()
+    assert (blank, title) == ("", "# Invoice totals are off by a cent. Find where we round.")
+    assert interactive == f"cd {cwd} && claude --resume handed-off --model claude-sonnet-4-5"
+    assert headless.startswith(f"cd {cwd} && claude -p ")
+    assert headless.endswith(" --resume handed-off --model claude-sonnet-4-5")
     written = claude_project_dir(tmp_path, cwd) / "handed-off.jsonl"
     entries = [json.loads(line) for line in written.read_text().splitlines()]
     assert {e["sessionId"] for e in entries} == {"handed-off"}
@@ -46,6 +56,10 @@ def test_a_codex_session_continues_in_claude_code(
     ]
     calls = [c.id for m in read for c in m.tool_calls]
     assert calls == [c.id for m in original for c in m.tool_calls]
+    # Codex's shell_command, in Claude Code's own Bash (it ran in the session's cwd)
+    assert [(c.name, json.loads(c.arguments)) for m in read for c in m.tool_calls] == [
+        ("Bash", {"command": "rg -n 'round(' src/totals.py"})
+    ]
     assert [m.tool_call_id for m in read if m.role == "tool"] == [
         m.tool_call_id for m in original if m.role == "tool"
     ]
@@ -75,3 +89,114 @@ def test_a_file_that_is_no_session_is_refused(
                  "--home", str(tmp_path)])  # fmt: skip
     assert code == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_a_claude_code_session_continues_in_codex(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = import_claude_code(CLAUDE)
+    code = main(
+        ["handoff", str(CLAUDE), "--to", "codex", "--model", "gpt-5-codex",
+         "--home", str(tmp_path), "--session-id", SID]
+    )  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr()
+    commands, brief = out.out.split("\n\n", 1)
+    assert commands.splitlines() == [
+        f"cd /home/dev/api && codex resume {SID} -m gpt-5-codex",
+        f"cd /home/dev/api && codex exec resume -m gpt-5-codex {SID} "
+        "'Where were we? Continue from the last state.'",
+    ]
+    # the brief: the goal, the files touched, what was found, the last state
+    assert brief.startswith("# Why does login fail for users with a plus sign in their email?")
+    assert "`src/auth/validate.py`: read" in brief
+    assert "## Last exchange" in brief
+    assert len(brief) <= 1_500
+    written = next((tmp_path / ".codex" / "sessions").rglob(f"rollout-*-{SID}.jsonl"))
+    assert str(written) in out.err
+    back = import_codex(written)
+    assert back.warnings == []
+    assert back.session.metadata["cwd"] == "/home/dev/api"
+    assert back.session.metadata["git_branch"] == "fix-auth"
+    original = source.session.messages
+    read = back.session.messages
+    assert [(m.role, m.text) for m in read] == [(m.role, m.text) for m in original]
+    assert [c.id for m in read for c in m.tool_calls] == [
+        c.id for m in original for c in m.tool_calls
+    ]
+    assert [m.tool_call_id for m in read if m.role == "tool"] == [
+        m.tool_call_id for m in original if m.role == "tool"
+    ]
+    assert [m.timestamp for m in read] == [m.timestamp for m in original]
+
+
+def test_codex_home_is_where_codex_looks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert main(["handoff", str(CODEX), "--to", "codex", "--model", "gpt-5-codex",
+                 "--no-brief"]) == 0  # fmt: skip
+    assert len(list((tmp_path / "codex-home" / "sessions").rglob("rollout-*.jsonl"))) == 1
+    assert not (tmp_path / "home").exists()
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2  # the commands only
+    assert "codex resume" in out[0]
+
+
+def test_a_handoff_keeps_room_for_the_target_harness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    register_model("tiny-codex-handoff", context_window=360, max_output_tokens=100)
+    plain = migrate([Message("user", "hi")], "tiny-codex-handoff").report.budget
+    for to in ("claude-code", "codex"):
+        assert main(["handoff", str(CODEX), "--to", to, "--model", "tiny-codex-handoff",
+                     "--home", str(tmp_path / to)]) == 0  # fmt: skip
+        err = capsys.readouterr().err
+        assert "compressed" in err
+        found = re.search(r"of ([\d,]+) tokens", err)
+        assert found is not None
+        # the target's own prompt and tools are sent besides the session: up to an eighth of a
+        # small window is kept for them (less the fit's margin on it)
+        budget = int(found.group(1).replace(",", ""))
+        assert plain - 360 // 8 <= budget < plain - 36
+    written = next((tmp_path / "codex").rglob("rollout-*.jsonl"))
+    kinds = [json.loads(line)["type"] for line in written.read_text().splitlines()]
+    assert kinds[:3] == ["session_meta", "turn_context", "compacted"]
+
+
+def test_a_large_window_keeps_the_measured_harness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for to, model, harness in (
+        ("claude-code", "claude-sonnet-4-5", 200_000 // 8),  # (an eighth of the window: < 30k)
+        ("codex", "gpt-5-codex", 9_000),
+    ):
+        plain = migrate([Message("user", "hi")], model).report.budget
+        assert main(["handoff", str(CODEX), "--to", to, "--model", model,
+                     "--home", str(tmp_path / to), "--no-brief"]) == 0  # fmt: skip
+        found = re.search(r"of ([\d,]+) tokens", capsys.readouterr().err)
+        assert found is not None
+        budget = int(found.group(1).replace(",", ""))
+        assert plain - harness <= budget <= plain - harness * 0.9
+
+
+def test_a_codex_session_id_is_a_uuid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["handoff", str(CODEX), "--to", "codex", "--model", "gpt-5-codex",
+                 "--home", str(tmp_path), "--session-id", "handed-off"])  # fmt: skip
+    assert code == 2
+    assert "UUID" in capsys.readouterr().err
+
+
+def test_the_source_harness_is_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Codex's <permissions instructions> describe Codex's sandbox to Codex's model: the target
+    # states its own; the rest of the session goes over
+    assert main(["handoff", str(CODEX), "--to", "codex", "--model", "gpt-5-codex",
+                 "--home", str(tmp_path), "--no-brief"]) == 0  # fmt: skip
+    assert "1 of the source agent's harness left out" in capsys.readouterr().err
+    written = next(tmp_path.rglob("rollout-*.jsonl"))
+    assert "<permissions instructions>" not in written.read_text()
+    assert "<permissions instructions>" in CODEX.read_text()  # the source keeps it
+    back = import_codex(written).session.messages
+    source = import_codex(CODEX).session.messages
+    assert [(m.role, m.text) for m in back] == [(m.role, m.text) for m in source[1:]]

@@ -114,6 +114,7 @@ class Answer:
     body: dict[str, Any] | None = None
     events: list[tuple[str | None, str]] = field(default_factory=list)  # (event name, data)
     lines: list[dict[str, Any]] | None = None  # NDJSON stream (Ollama's)
+    raw: tuple[str, bytes] | None = None  # (content type, bytes): a binary stream (Bedrock's)
 
 
 class Emulator:
@@ -248,6 +249,8 @@ class Emulator:
             _send_json(http, 200, answer.body)
         elif answer.lines is not None:
             _send_lines(http, answer.lines)
+        elif answer.raw is not None:
+            _send_raw(http, *answer.raw)
         else:
             _send_events(http, answer.events)
 
@@ -259,6 +262,16 @@ def _send_json(http: BaseHTTPRequestHandler, status: int, body: dict[str, Any]) 
     data = json.dumps(body).encode()
     http.send_response(status)
     http.send_header("Content-Type", "application/json")
+    http.send_header("Content-Length", str(len(data)))
+    http.send_header("Connection", "close")
+    http.close_connection = True
+    http.end_headers()
+    http.wfile.write(data)
+
+
+def _send_raw(http: BaseHTTPRequestHandler, content_type: str, data: bytes) -> None:
+    http.send_response(200)
+    http.send_header("Content-Type", content_type)
     http.send_header("Content-Length", str(len(data)))
     http.send_header("Connection", "close")
     http.close_connection = True

@@ -104,3 +104,27 @@ def answer_text(result: Any) -> str:
     if isinstance(result, BaseMessage):
         return str(result.text if isinstance(result.text, str) else result.content)
     return str(result)
+
+
+def ask_through_history(model: Any, history: Any, question: str = "What did we decide?") -> Any:
+    """Ask ``question`` through a ``RunnableWithMessageHistory`` chain over ``model`` whose
+    history is ``history`` (a system prompt, the history, the question), as LangChain's docs
+    build one; the model's answer."""
+    import warnings
+
+    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{question}")]
+    )
+    with warnings.catch_warnings():  # (RunnableWithMessageHistory is deprecated in langchain 1)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        chain = RunnableWithMessageHistory(
+            prompt | model,
+            lambda session_id: history,
+            input_messages_key="question",
+            history_messages_key="history",
+        )
+    config: Any = {"configurable": {"session_id": "conformance"}}
+    return chain.invoke({"question": question}, config=config)

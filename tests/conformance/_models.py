@@ -65,6 +65,8 @@ def models() -> dict[str, ServedModel]:
         _served("claude-sonnet-4-20250514", "anthropic"),
         # Claude 3 and 3.5: "prompt is too long" only; max_tokens checked against the cap alone
         _served("claude-3-haiku-20240307", "anthropic", sum_rule=False),
+        _served("claude-3-5-haiku-20241022", "anthropic", sum_rule=False),  # (the Bedrock cells)
+        _served("claude-sonnet-4-5-20250929", "anthropic"),
     ]
     table = {m.name: m for m in rows}
     sonnet4 = table["claude-sonnet-4-20250514"]

@@ -112,3 +112,19 @@ def test_the_guard_with_thinking_fits_a_thread(
     anthropic_api.script(Text("Also paid."))
     guard.invoke(follow)
     assert_conforms(anthropic_api, at_least=2)
+
+
+def test_the_history_fits_a_thinking_model(
+    anthropic_api: AnthropicEmulator, claude_thread: Any
+) -> None:
+    """``FittedChatMessageHistory`` over ``ChatAnthropic(thinking=...)``: its view leaves the
+    room of the model's ``max_tokens`` (thinking included), so the chain's request fits."""
+    from langchain_session_migrator import FittedChatMessageHistory
+    from tests.conformance._lc import answer_text, ask_through_history
+
+    model = _llm(anthropic_api.url)
+    history = FittedChatMessageHistory("thinking", model=model, store="memory://")
+    history.add_messages(lc_messages(claude_thread)[1:-1])
+    assert answer_text(ask_through_history(model, history))
+    assert anthropic_api.requests[-1].max_tokens == 6_000
+    assert not anthropic_api.refusals, anthropic_api.report()

@@ -12,7 +12,7 @@ import pytest
 from langchain_ollama import ChatOllama
 
 from langchain_session_migrator import FitToModel
-from tests.conformance._lc import CALLS, answer_text, lc_messages, run
+from tests.conformance._lc import CALLS, answer_text, ask_through_history, lc_messages, run
 from tests.conformance._ollama_api import OllamaEmulator
 from tests.conformance.conftest import assert_conforms, guard_note
 
@@ -108,26 +108,12 @@ def test_the_history_fits_the_window_ollama_runs(
     """``FittedChatMessageHistory`` in a ``RunnableWithMessageHistory`` chain with ChatOllama:
     the history is fitted to ``num_ctx``, not to the table's window, and the server cuts
     nothing."""
-    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-    from langchain_core.runnables.history import RunnableWithMessageHistory
-
     from langchain_session_migrator import FittedChatMessageHistory
 
     model = _ollama(ollama_api.url, num_ctx=4096)
     history = FittedChatMessageHistory("ollama", model=model, store="memory://")
     history.add_messages(lc_messages(long_thread)[1:-1])
-    prompt = ChatPromptTemplate.from_messages(
-        [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{question}")]
-    )
-    chain = RunnableWithMessageHistory(
-        prompt | model,
-        lambda session_id: history,
-        input_messages_key="question",
-        history_messages_key="history",
-    )
-    out = chain.invoke(
-        {"question": "What did we decide?"}, config={"configurable": {"session_id": "ollama"}}
-    )
+    out = ask_through_history(model, history)
     assert answer_text(out)
     assert history.model is not None
     assert history.model.context_window == 4096

@@ -135,3 +135,37 @@ def test_the_llamaindex_guard_fits_a_responses_request(
     assert not responses_api.refusals, responses_api.report()
     assert "paid" in str(answer.message.content)
     assert responses_api.accepted[-1].body["max_output_tokens"] == 1_000
+
+
+def test_the_history_fits_a_responses_model(
+    responses_api: ResponsesEmulator, long_thread: Any
+) -> None:
+    """``FittedChatMessageHistory(model=ChatOpenAI(use_responses_api=True))`` in a chain."""
+    from langchain_session_migrator import FittedChatMessageHistory
+    from tests.conformance._lc import answer_text, ask_through_history
+
+    model = _llm(responses_api.base_url)
+    history = FittedChatMessageHistory("responses", model=model, store="memory://")
+    history.add_messages(lc_messages(long_thread)[1:-1])
+    assert answer_text(ask_through_history(model, history))
+    assert _paths(responses_api) == {"/v1/responses"}
+    assert not responses_api.refusals, responses_api.report()
+
+
+def test_a_llamaindex_memory_on_a_responses_model(
+    responses_api: ResponsesEmulator, long_thread: Any
+) -> None:
+    """``SessionMigratorMemory`` built on ``OpenAIResponses(max_output_tokens=...)`` under a
+    chat engine: the memory leaves the output's room, and the request is accepted."""
+    from llama_index.core.chat_engine import SimpleChatEngine
+    from llama_index.llms.openai import OpenAIResponses
+
+    from tests.conformance._li import fitted_memory
+
+    llm = OpenAIResponses(
+        model="gpt-4", api_base=responses_api.base_url, api_key="test", max_output_tokens=1_000
+    )
+    engine = SimpleChatEngine.from_defaults(llm=llm, memory=fitted_memory(llm, long_thread))
+    assert engine.chat("Is INV-2291 paid?").response
+    assert _paths(responses_api) == {"/v1/responses"}
+    assert not responses_api.refusals, responses_api.report()

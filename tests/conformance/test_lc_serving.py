@@ -16,7 +16,7 @@ from langchain.chat_models import init_chat_model
 from langchain_openai import ChatOpenAI
 
 from langchain_session_migrator import FitToModel
-from tests.conformance._lc import CALLS, answer_text, lc_messages, run
+from tests.conformance._lc import CALLS, answer_text, ask_through_history, lc_messages, run
 from tests.conformance._serving_api import RUNTIMES, ServingEmulator
 from tests.conformance.conftest import assert_conforms, guard_note
 
@@ -70,3 +70,46 @@ def test_unguarded_is_refused_with_the_servers_message(
     with pytest.raises(Exception, match=r"400|422"):
         _chat(server, "ChatOpenAI").invoke(lc_messages(long_thread))  # type: ignore[attr-defined]
     assert REFUSALS[server.runtime] in str(server.refusals[-1].error), server.report()
+
+
+@pytest.mark.filterwarnings("ignore::langchain_core._api.deprecation.LangChainDeprecationWarning")
+def test_the_history_fits_the_served_window(
+    server: ServingEmulator, long_thread: tuple[tuple[str, str], ...]
+) -> None:
+    """``FittedChatMessageHistory(model=ChatOpenAI(base_url=...))`` in a
+    ``RunnableWithMessageHistory`` chain: fitted to the window the server serves."""
+    from langchain_session_migrator import FittedChatMessageHistory
+
+    model = _chat(server, "ChatOpenAI")
+    history = FittedChatMessageHistory(f"serving-{server.runtime}", model=model, store="memory://")
+    history.add_messages(lc_messages(long_thread)[1:-1])
+    out = ask_through_history(model, history)
+    assert answer_text(out)
+    assert history.model is not None
+    assert history.model.context_window == 6144
+    assert not server.refusals, server.report()
+
+
+def test_the_agent_middleware_fits_the_served_window(
+    server: ServingEmulator, long_thread: tuple[tuple[str, str], ...]
+) -> None:
+    """``create_agent`` + ``FitToModelMiddleware`` on ``init_chat_model("openai:...",
+    base_url=...)``: a tool call and the final answer, both inside the served window."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    from langchain_session_migrator import FitToModelMiddleware
+    from tests.conformance._http import Calls, Text
+
+    @tool
+    def status(ticket: str) -> str:
+        """The ticket's status."""
+        return f"{ticket}: closed"
+
+    server.script(Calls.one("status", ticket="T-9"), Text("T-9 is closed."))
+    agent = create_agent(
+        _chat(server, "init_chat_model"), tools=[status], middleware=[FitToModelMiddleware()]
+    )
+    state = agent.invoke({"messages": lc_messages(long_thread)[1:]})
+    assert answer_text(state["messages"][-1]) == "T-9 is closed."
+    assert_conforms(server, at_least=2)

@@ -4,6 +4,7 @@ the window is the served one, and a memory or a guard built on it sends nothing 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
@@ -76,5 +77,50 @@ def test_the_guard_catches_a_silent_cut(long_thread: tuple[tuple[str, str], ...]
         api.clear()
         assert guard.chat(_messages(long_thread)).message.content
         assert not api.refusals, api.report()
+    finally:
+        api.stop()
+
+
+@pytest.mark.parametrize("memory_kind", ["SessionMigratorMemory", "FittedMemory"])
+def test_the_memories_fit_the_served_window(
+    server: ServingEmulator, long_thread: tuple[tuple[str, str], ...], memory_kind: str
+) -> None:
+    """A chat engine with either memory built on the bare ``OpenAILike``: the memory reads the
+    window the server serves, so the request it makes is accepted (unguarded, the whole thread
+    is refused: ``test_openai_like_takes_the_served_window``'s guard is not in play here)."""
+    import asyncio
+
+    from llama_index.core.chat_engine import SimpleChatEngine
+
+    from tests.conformance._li import fitted_memory, fitted_memory_api
+
+    llm = OpenAILike(model=MODEL, api_base=server.base_url, api_key="t", is_chat_model=True)
+    memory: Any = (
+        fitted_memory(llm, long_thread)
+        if memory_kind == "SessionMigratorMemory"
+        else asyncio.run(fitted_memory_api(llm, long_thread))
+    )
+    engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+    assert engine.chat("What did we decide?").response
+    assert server.requests, server.report()
+    assert not server.refusals, server.report()
+
+
+def test_a_memory_on_ollama_fits_its_context_window(
+    long_thread: tuple[tuple[str, str], ...],
+) -> None:
+    """``SessionMigratorMemory`` built on ``Ollama(context_window=4096)``: the chat engine's
+    request fits the 4,096 tokens the class sends as ``num_ctx``, so nothing is cut silently."""
+    from llama_index.core.chat_engine import SimpleChatEngine
+
+    from tests.conformance._li import fitted_memory
+
+    api = OllamaEmulator().start()
+    try:
+        llm = Ollama(model="llama3.1:8b", base_url=api.url, context_window=4096)
+        engine = SimpleChatEngine.from_defaults(llm=llm, memory=fitted_memory(llm, long_thread))
+        assert engine.chat("What did we decide?").response
+        assert api.requests, api.report()
+        assert not api.refusals, api.report()  # (Ollama's "refusal": a silent cut)
     finally:
         api.stop()

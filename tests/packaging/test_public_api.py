@@ -53,8 +53,8 @@ PUBLIC = {
     ],
     "session_migrator.importers": [
         "FORMATS", "Handoff", "ImportResult", "PLACEHOLDER_RESULT", "TARGETS",
-        "claude_project_dir", "find_session_files", "handoff", "import_claude_code",
-        "import_codex", "import_file", "write_claude_code",
+        "claude_project_dir", "codex_sessions_dir", "find_session_files", "handoff",
+        "import_claude_code", "import_codex", "import_file", "write_claude_code", "write_codex",
     ],
 }  # fmt: skip
 

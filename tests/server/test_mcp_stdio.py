@@ -27,6 +27,9 @@ TOOLS = {
     "session_list",
     "handoff_session",
     "read_context",
+    "compress_context",
+    "list_placeholders",
+    "restore_context",
 }
 
 
@@ -363,8 +366,37 @@ async def test_handoff_session_writes_a_claude_code_session(
     assert done["command"].endswith(
         f"claude --resume {done['session_id']} --model claude-sonnet-4-5"
     )
-    assert done["messages"] == done["source_messages"]
+    # all but Codex's own <permissions instructions>: Claude Code states its own
+    assert done["messages"] == done["source_messages"] - 1
     assert "no session file" in missing
+
+
+async def test_handoff_session_writes_a_codex_rollout(connect: Connect, tmp_path: Path) -> None:
+    claude = (
+        Path(__file__).resolve().parents[1]
+        / "importers" / "fixtures" / "claude_code_2x" / "-home-dev-api"
+        / "7e1f3a20-5c4b-4d8e-9f10-2a3b4c5d6e7f.jsonl"
+    )  # fmt: skip
+    async with connect() as session:
+        done = _ok(
+            await session.call_tool(
+                "handoff_session",
+                {"path": str(claude), "to": "codex", "model": "gpt-5-codex",
+                 "home": str(tmp_path)},
+            )
+        )  # fmt: skip
+    path = Path(done["path"])
+    assert path.is_relative_to(tmp_path / ".codex" / "sessions")
+    assert path.name.endswith(f"-{done['session_id']}.jsonl")
+    sid = done["session_id"]
+    assert done["commands"] == [
+        f"cd /home/dev/api && codex resume {sid} -m gpt-5-codex",
+        f"cd /home/dev/api && codex exec resume -m gpt-5-codex {sid} "
+        "'Where were we? Continue from the last state.'",
+    ]
+    assert done["command"] == done["commands"][0]
+    assert done["messages"] == done["source_messages"]
+    assert done["brief"].startswith("# Why does login fail for users with a plus sign")
 
 
 async def test_read_context_reads_back_a_shrunk_output(connect: Connect) -> None:

@@ -1,5 +1,5 @@
-"""``handoff PATH --to claude-code --model MODEL``: continue a coding agent's session in Claude
-Code, fitted to the model it will run."""
+"""``handoff PATH --to claude-code|codex --model MODEL``: continue a coding agent's session in
+Claude Code or Codex, fitted to the model it will run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from session_migrator._errors import ImportFormatError
+from session_migrator._errors import ImportFormatError, SessionMigratorError
 from session_migrator.cli._common import CliError
 from session_migrator.importers import FORMATS, TARGETS, handoff
 
@@ -16,12 +16,15 @@ from session_migrator.importers import FORMATS, TARGETS, handoff
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "handoff",
-        help="continue a Codex or Claude Code session in Claude Code, fitted to its model",
+        help="continue a Codex or Claude Code session in Claude Code or Codex, fitted to its model",
         description=(
             "Read an agent's session file (Codex rollout or Claude Code session), fit it to the "
             "target model's window, and write it where the target agent looks for its sessions "
-            "(~/.claude/projects/<project>/<id>.jsonl), in its working directory and branch. "
-            "Prints the command that resumes it. The source file is not changed."
+            "(Claude Code: ~/.claude/projects/<project>/<id>.jsonl; Codex: "
+            "$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl, ~/.codex by default), in "
+            "its working directory and branch. Prints the commands that resume it, interactive "
+            "then headless, and a short brief of the session (its Markdown memory). The source "
+            "file is not changed."
         ),
     )
     p.add_argument("path", metavar="PATH", help="the session file to continue")
@@ -31,8 +34,17 @@ def register(sub: Any) -> None:
         "--from", dest="source", choices=tuple(FORMATS), help="the file's format (default: found)"
     )
     p.add_argument("--cwd", help="the working directory (default: the session's own)")
-    p.add_argument("--home", type=Path, default=Path.home(), help="the home folder (default: ~)")
-    p.add_argument("--session-id", help="the new session's id (default: a new UUID)")
+    p.add_argument(
+        "--home",
+        type=Path,
+        help="the home folder (default: ~; for Codex, $CODEX_HOME when it is set)",
+    )
+    p.add_argument(
+        "--session-id", help="the new session's id (default: a new UUID; Codex needs a UUID)"
+    )
+    p.add_argument(
+        "--no-brief", action="store_true", help="print the resume commands only, not the brief"
+    )
     p.set_defaults(handler=run_handoff)
 
 
@@ -49,11 +61,24 @@ def run_handoff(args: argparse.Namespace) -> int:
         )
     except ImportFormatError as exc:
         raise CliError(str(exc)) from None
+    except ValueError as exc:  # (a --session-id Codex cannot take)
+        if isinstance(exc, SessionMigratorError):
+            raise
+        raise CliError(str(exc)) from None
     report = done.report
     print(
         f"wrote {done.path} ({done.messages} of {done.source_messages} messages, "
-        f"{report.tokens_after:,} of {report.budget:,} tokens: {report.decision})",
+        f"{report.tokens_after:,} of {report.budget:,} tokens: {report.decision})"
+        + (
+            f"; {done.harness_messages} of the source agent's harness left out"
+            if done.harness_messages
+            else ""
+        ),
         file=sys.stderr,
     )
-    print(done.command)
+    for command in done.commands:
+        print(command)
+    if not args.no_brief and done.brief:
+        print()
+        print(done.brief.rstrip("\n"))
     return 0

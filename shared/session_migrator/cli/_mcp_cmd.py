@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from session_migrator.cli._embedding_options import add_embeddings_option, embeddings_from_args
+from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
 
 
 def register(sub: Any) -> None:
@@ -24,6 +25,13 @@ def register(sub: Any) -> None:
         help="store URL for the session tools (default: the embedded SQLite store)",
     )
     add_embeddings_option(p, what="the recall of migrate_session and session_context")
+    add_summarizer_options(
+        p,
+        choices=("extractive", "openai"),
+        default="extractive",
+        help="'openai': an OpenAI-compatible model writes the summaries of what a session's "
+        "context cuts, in the background (no call waits for it)",
+    )
     p.set_defaults(handler=run_mcp)
 
 
@@ -31,7 +39,9 @@ def run_mcp(args: argparse.Namespace) -> int:
     from session_migrator.mcp_server import build_server
 
     # a missing extra (mcp, local-embeddings) is a MissingDependencyError naming what to install
-    server = build_server(args.store, embeddings=embeddings_from_args(args))
+    server = build_server(
+        args.store, embeddings=embeddings_from_args(args), summarizer=summarizer_from_args(args)
+    )
     if sys.stdin.isatty():
         print(
             "session-migrator MCP server on stdio: an MCP client starts this command and talks "

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from session_migrator._errors import MissingDependencyError
+from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
 
 
 def register(sub: Any) -> None:
@@ -31,6 +32,13 @@ def register(sub: Any) -> None:
         "--mcp",
         action="store_true",
         help="also serve the MCP tools over streamable HTTP at /mcp/ (unscoped tokens only)",
+    )
+    add_summarizer_options(
+        p,
+        choices=("extractive", "openai"),
+        default="extractive",
+        help="'openai': an OpenAI-compatible model writes the summaries of what a session's "
+        "context cuts, in the background (no call waits for it)",
     )
     p.set_defaults(handler=run_serve)
 
@@ -69,6 +77,7 @@ def run_serve(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         mcp=args.mcp,
         host=args.host,
+        summarizer=summarizer_from_args(args),
     )
     where = args.socket or f"http://{args.host}:{args.port}"
     print(f"session-migrator HTTP API on {where} ({len(tokens)} token(s))", file=sys.stderr)

@@ -4,18 +4,64 @@ the ids a fit's report says were dropped, summarized or cut inside. Each page is
 (``limit`` characters) and says how to get the next one.
 
 Sub-agents: :func:`parent_note` is what a child session is told of its parent (a fit of a
-session whose metadata names a ``parent_session_id`` sends it on its own), :func:`child_result`
-what a parent is given of a child's run."""
+session whose metadata names a ``parent_session_id`` sends it on its own), :func:`parent_summary`
+the same from the parent's messages (no store: an agent framework's sub-agent call),
+:func:`child_result` what a parent is given of a child's run.
+
+The agent's own scissors: :func:`compress_context` puts a placeholder (a summary) on a range of
+a stored session, or on the outputs of one tool; :func:`list_placeholders` with a store lists
+the placeholders in force and :func:`restore_context` restores one (see
+:mod:`session_migrator.store._placeholders`). Fits of the session honour them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, overload
 
+from session_migrator.context_tools._placeholder_tools import (
+    COMPRESS_DESCRIPTION,
+    LIST_DESCRIPTION,
+    RESTORE_DESCRIPTION,
+    compress_text,
+    placeholders_text,
+    restore_text,
+)
 from session_migrator.messages._messages import Message
 from session_migrator.migration._report import MigrationReport
-from session_migrator.sessions._parent import parent_note
+from session_migrator.sessions._parent import parent_note, parent_summary
+from session_migrator.store._placeholders import (
+    ANSWER_LIMIT,
+    Placeholder,
+    PlaceholderError,
+    PlaceholderNotFoundError,
+    compress_context,
+    restore_context,
+)
+from session_migrator.store._placeholders import list_placeholders as _stored_placeholders
 
-__all__ = ["DEFAULT_LIMIT", "child_result", "list_placeholders", "parent_note", "read_context"]
+if TYPE_CHECKING:
+    from session_migrator.store._protocol import SyncSessionStore
+
+__all__ = [
+    "ANSWER_LIMIT",
+    "COMPRESS_DESCRIPTION",
+    "DEFAULT_LIMIT",
+    "LIST_DESCRIPTION",
+    "RESTORE_DESCRIPTION",
+    "Placeholder",
+    "PlaceholderError",
+    "PlaceholderNotFoundError",
+    "child_result",
+    "compress_context",
+    "compress_text",
+    "list_placeholders",
+    "parent_note",
+    "parent_summary",
+    "placeholders_text",
+    "read_context",
+    "restore_context",
+    "restore_text",
+]
 
 #: The most characters one page holds unless told (about 1,000 tokens).
 DEFAULT_LIMIT = 4_000
@@ -40,8 +86,26 @@ def read_context(
     return page
 
 
-def list_placeholders(report: MigrationReport) -> list[dict[str, str]]:
-    """What ``report``'s fit dropped, summarized or cut inside, one ``{"id", "kind"}`` each."""
+@overload
+def list_placeholders(report: MigrationReport) -> list[dict[str, str]]: ...
+
+
+@overload
+def list_placeholders(
+    report: SyncSessionStore, session_id: str, *, include_restored: bool = False
+) -> list[Placeholder]: ...
+
+
+def list_placeholders(
+    report: Any, session_id: str | None = None, *, include_restored: bool = False
+) -> list[dict[str, str]] | list[Placeholder]:
+    """With a fit's ``report``: what it dropped, summarized or cut inside, one
+    ``{"id", "kind"}`` each. With a store and ``session_id``: the placeholders the agent put
+    on that session and has not restored (``include_restored``: those too), oldest first."""
+    if not isinstance(report, MigrationReport):
+        if session_id is None:
+            raise TypeError("list_placeholders(store, session_id): pass the session's id")
+        return _stored_placeholders(report, session_id, include_restored=include_restored)
     rows = [{"id": i, "kind": "dropped"} for i in report.dropped_ids]
     rows += [{"id": i, "kind": "summarized"} for i in report.summarized_ids]
     rows += [{"id": i, "kind": "truncated"} for i in report.truncated_ids]

@@ -1,5 +1,6 @@
 """Importers for agent session files: Codex CLI rollouts and Claude Code sessions; and the
-writer of Claude Code's own session files (:func:`write_claude_code`), for a handoff.
+writers of the agents' own session files (:func:`write_claude_code`, :func:`write_codex`), for a
+handoff.
 
 Each importer reads one file into an :class:`ImportResult` whose ``session`` holds core
 :class:`~session_migrator.Message` objects with tool calls paired to their results, stable ids
@@ -22,6 +23,7 @@ from session_migrator._errors import ImportFormatError
 from session_migrator.importers._claude_code import import_claude_code
 from session_migrator.importers._claude_code_writer import claude_project_dir, write_claude_code
 from session_migrator.importers._codex import import_codex
+from session_migrator.importers._codex_writer import codex_sessions_dir, write_codex
 from session_migrator.importers._common import PLACEHOLDER_RESULT, ImportResult
 from session_migrator.importers._handoff import TARGETS, Handoff, handoff
 
@@ -32,12 +34,14 @@ __all__ = [
     "Handoff",
     "ImportResult",
     "claude_project_dir",
+    "codex_sessions_dir",
     "find_session_files",
     "handoff",
     "import_claude_code",
     "import_codex",
     "import_file",
     "write_claude_code",
+    "write_codex",
 ]
 
 Importer = Callable[..., ImportResult]

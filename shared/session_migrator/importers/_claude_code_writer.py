@@ -1,14 +1,15 @@
 """Writing a session as Claude Code keeps its own: ``~/.claude/projects/<project>/<id>.jsonl``,
 so that ``claude --resume <id>`` (run in the session's working directory) continues it.
 
-Each message becomes an entry as Claude Code writes them: ``user`` and ``assistant`` entries
-chained by ``uuid`` and ``parentUuid``, with the ``sessionId``, ``cwd``, ``gitBranch``,
-``version`` and ``timestamp`` of the session, and an Anthropic ``message``: an assistant's tool
-calls as ``tool_use`` blocks, each result as a ``tool_result`` block of the user entry after it
-(the calls stay paired). The system prompt and the library's notes (a summary of what was cut)
-are a first user entry the model reads, as Claude Code's own compaction summary is. The
-project folder is the working directory with every character that is not a letter or a digit
-replaced by ``-`` (``/home/dev/api`` -> ``-home-dev-api``).
+Each message becomes an entry as Claude Code writes them: ``user`` and ``assistant`` entries chained
+by ``uuid`` and ``parentUuid``, with the ``sessionId``, ``cwd``, ``gitBranch``, ``version`` and
+``timestamp`` of the session, and an Anthropic ``message``: an assistant's tool calls as
+``tool_use`` blocks, each result as a ``tool_result`` block of the user entry after it (the calls
+stay paired); Codex's shell calls (``shell_command``, ``exec_command``, ``shell``, ``local_shell``)
+as Claude Code's own ``Bash``, other calls with their own name. The system prompt and the library's
+notes (a summary of what was cut) are a first user entry the model reads, as Claude Code's own
+compaction summary is. The project folder is the working directory with every character that is not
+a letter or a digit replaced by ``-`` (``/home/dev/api`` -> ``-home-dev-api``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,29 @@ def _stamp(message: Message, fallback: datetime) -> str:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+#: Codex's shell tools, and where each keeps its command.
+_CODEX_SHELLS = {"shell_command": "command", "exec_command": "cmd", "shell": "command",
+                 "local_shell": "command"}  # fmt: skip
+
+
+def _claude_tool(name: str, arguments: Any, cwd: str) -> tuple[str, Any]:
+    """A call in Claude Code's own vocabulary where one maps: Codex's shell calls as ``Bash``
+    (``{"command"}``, prefixed with ``cd <dir> &&`` when they ran elsewhere than ``cwd``)."""
+    key = _CODEX_SHELLS.get(name)
+    if key is None or not isinstance(arguments, dict):
+        return name, arguments
+    command = arguments.get(key)
+    if isinstance(command, list) and all(isinstance(p, str) for p in command):
+        wrapped = command[:2] in (["bash", "-lc"], ["bash", "-c"]) and len(command) == 3
+        command = command[2] if wrapped else " ".join(command)
+    if not isinstance(command, str):
+        return name, arguments
+    workdir = arguments.get("workdir") or arguments.get("working_directory")
+    if isinstance(workdir, str) and workdir and workdir.rstrip("/") != cwd.rstrip("/"):
+        command = f"cd {workdir} && {command}"
+    return "Bash", {"command": command}
 
 
 def claude_code_entries(
@@ -106,9 +130,8 @@ def claude_code_entries(
                     arguments = json.loads(call.arguments or "{}")
                 except ValueError:
                     arguments = {"arguments": call.arguments}
-                blocks.append(
-                    {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
-                )
+                name, arguments = _claude_tool(call.name, arguments, cwd)
+                blocks.append({"type": "tool_use", "id": call.id, "name": name, "input": arguments})
             message_id = "msg_" + uuid.uuid5(uuid.NAMESPACE_URL, m.id).hex[:24]
             add(
                 "assistant",

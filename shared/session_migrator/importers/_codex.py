@@ -17,7 +17,8 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}``:
   source model really saw, recorded as ``observed_input_tokens``); the others repeat response items
   and are skipped, counted as ``event_msg:<type>``;
 - ``turn_context``: the model (and cwd) of each turn; the last one is the ``source_model``;
-- ``compacted``: the summary Codex wrote on ``/compact``, kept as the user message Codex sent.
+- ``compacted``: the summary Codex wrote on ``/compact``, kept as the user message Codex sent;
+- ``world_state`` and ``token_usage_record`` (Codex 0.169): skipped with a count.
 
 The older layout (a bare meta object on line 1, then bare response items and ``record_type``
 lines) is read too. Unknown line or item types are skipped with a count and a warning, never a
@@ -75,7 +76,12 @@ _ITEM_TYPES = {
     *_OUTPUT_TYPES,
     *_SKIPPED_ITEMS,
 }
-_LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+#: Lines of Codex 0.169 that hold no message: the environment the harness describes to the model
+#: (it is in the messages too) and each response's usage (repeated by ``token_count``).
+_SKIPPED_LINES = {"world_state", "token_usage_record"}
+_LINE_TYPES = {
+    "session_meta", "response_item", "event_msg", "turn_context", "compacted", *_SKIPPED_LINES,
+}  # fmt: skip
 _ROLES: dict[str, Role] = {
     "user": "user",
     "assistant": "assistant",
@@ -203,6 +209,8 @@ class _Reader:
             self._turn_context(payload)
         elif kind == "event_msg":
             self._event(rec, payload)
+        elif kind in _SKIPPED_LINES:
+            self.stats.skip(kind)
         elif kind == "compacted":
             text = payload.get("message")
             if isinstance(text, str) and text.strip():

@@ -181,6 +181,11 @@ def summary(tool: str, data: dict[str, Any]) -> str:
     """The one line of text beside a tool's structured answer (which carries everything)."""
     if "text" in data and "offset" in data:
         return f"{len(data['text']):,} characters of message {data['id']!r}"
+    if "placeholder" in data:
+        return str(data["note"])
+    if "placeholders" in data:
+        shown = ", ".join(p["id"] for p in data["placeholders"]) or "none"
+        return f"{data['count']} placeholder(s) in force: {shown}"
     if "command" in data:
         return f"wrote {data['path']}; resume it with: {data['command']}"
     if "decision" in data:

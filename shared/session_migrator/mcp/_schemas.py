@@ -14,6 +14,9 @@ __all__ = [
     "MigrateAnswer",
     "ModelList",
     "Page",
+    "PlaceholderAnswer",
+    "PlaceholderInfo",
+    "PlaceholderList",
     "SessionList",
     "UsageAnswer",
     "WindowInfo",
@@ -94,6 +97,14 @@ class AppendAnswer(_Out):
     message_count: int = Field(description="The session's messages now.")
 
 
+class Compaction(_Out):
+    """Background compaction of a session (a server given a summarizer)."""
+
+    state: str = Field(description="off, idle, pending, ready, failed: ..., waiting: ...")
+    written: int = Field(description="Summaries written ahead of need.")
+    seconds: float = Field(description="How long the last one took.")
+
+
 class UsageAnswer(_Out):
     """How much of a model's input budget a session takes."""
 
@@ -106,6 +117,7 @@ class UsageAnswer(_Out):
     share: float = Field(description="tokens / budget (over 1.0: it does not fit as is).")
     fits: bool
     exact: bool = Field(description="False when the counts are estimates for this model.")
+    compaction: Compaction
 
 
 class ContextPage(_Out):
@@ -123,6 +135,16 @@ class HandoffAnswer(_Out):
     session_id: str
     path: str = Field(description="The session file written for the target agent.")
     command: str = Field(description="The command that resumes it in the target agent.")
+    commands: list[str] = Field(
+        default_factory=list,
+        description="Every command that resumes it: interactive, then headless "
+        "(claude -p ... --resume, codex exec resume).",
+    )
+    brief: str = Field(
+        default="",
+        description="A short Markdown brief of the session: its goal, the files touched, the "
+        "facts and decisions, the last exchange.",
+    )
     cwd: str
     messages: int
     source_messages: int
@@ -142,3 +164,33 @@ class SessionList(_Out):
         description="id, workspace, message_count, created_at, updated_at, metadata; most "
         "recently active first."
     )
+
+
+class PlaceholderInfo(_Out):
+    """A placeholder the agent put: a range (or one tool's outputs) compressed to a summary."""
+
+    id: str = Field(description="What restore_context takes.")
+    first_message_id: str
+    last_message_id: str
+    summary: str
+    created: str
+    covered: int = Field(description="How many messages (or tool outputs) it stands for.")
+    tool: str | None = None
+    restored: str | None = None
+
+
+class PlaceholderAnswer(_Out):
+    """A placeholder put or restored."""
+
+    session_id: str
+    placeholder: PlaceholderInfo
+    note: str
+
+
+class PlaceholderList(_Out):
+    """The placeholders in force, oldest first."""
+
+    session_id: str
+    count: int
+    omitted: int = Field(description="The oldest ones left out to keep the answer short.")
+    placeholders: list[PlaceholderInfo]

@@ -31,6 +31,7 @@ from session_migrator.recall._embeddings import as_embeddings
 if TYPE_CHECKING:
     from session_migrator.sessions._fitter import SessionFitter
     from session_migrator.store import BaseSessionStore
+    from session_migrator.summaries._summarizers import Summarizer
 
 __all__ = [
     "DEFAULT_ANSWER_TOKENS",
@@ -63,6 +64,10 @@ class SessionTools:
     served last are kept (each holds its session's full log); older ones are let go.
     ``embeddings``: an embedding model (any that ``migrate()`` takes) for hybrid recall in
     :meth:`migrate_session` and :meth:`session_context` (which keeps its vectors in the store).
+    ``summarizer``: a model that writes the summaries of what :meth:`session_context` cuts; it
+    runs in the background (the process's :class:`~session_migrator.Compactor`), so no call waits
+    for it, and until a summary is written the fit sends the offline one.
+    :meth:`session_usage` says where the session's compaction stands.
 
     >>> tools = SessionTools(store="memory://")
     >>> tools.model_context_window("gpt-4o")["context_window"]
@@ -75,10 +80,12 @@ class SessionTools:
         *,
         max_sessions: int = DEFAULT_CACHED_SESSIONS,
         embeddings: Any = None,
+        summarizer: Summarizer | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         self.embeddings = None if embeddings is None else as_embeddings(embeddings)
+        self.summarizer = summarizer
         self._store_arg = store
         self._store: BaseSessionStore | None = None
         self.max_sessions = max_sessions
@@ -187,6 +194,8 @@ class SessionTools:
             "session_id": done.session_id,
             "path": str(done.path),
             "command": done.command,
+            "commands": list(done.commands),
+            "brief": done.brief,
             "cwd": done.cwd,
             "messages": done.messages,
             "source_messages": done.source_messages,
@@ -282,6 +291,8 @@ class SessionTools:
                     reserve_output=reserve_output_tokens,
                     recall_scope=scope,
                     embeddings=self.embeddings,
+                    summarizer=self.summarizer,
+                    compactor=self.summarizer is not None,
                 )
             self._fitters[key] = fitter
             self._fitters.move_to_end(key)
@@ -298,7 +309,22 @@ class SessionTools:
         window = _lookup(model, context_window)
         with self._lock:
             self._require(session_id)
-            return usage(self.store, session_id, window).to_dict()
+            return {
+                **usage(self.store, session_id, window).to_dict(),
+                "compaction": self.compaction(session_id),
+            }
+
+    def compaction(self, session_id: str) -> dict[str, Any]:
+        """Where background compaction of ``session_id`` stands here: ``state`` (``off`` with no
+        summarizer; ``idle`` before a fit of it; else its newest fitted view's: ``pending``,
+        ``ready``, ``failed: ...``, ``waiting: another process is compacting``), summaries
+        ``written`` ahead, and the last one's ``seconds``."""
+        with self._lock:
+            views = [f for key, f in self._fitters.items() if key[0] == session_id]
+        if views:
+            return views[-1].compaction
+        state = "off" if self.summarizer is None else "idle"
+        return {"state": state, "written": 0, "seconds": 0.0}
 
     def session_list(
         self, workspace: str | None = None, offset: int = 0, limit: int = SESSIONS_PAGE

@@ -32,6 +32,8 @@ from session_migrator._version import __version__
 from session_migrator.mcp._answers import jsonable
 from session_migrator.mcp._tools import SESSIONS_PAGE, SessionTools, parse_messages
 from session_migrator.server._auth import Scope, Tokens
+from session_migrator.server._placeholder_routes import PlaceholderRoutes
+from session_migrator.store._placeholders import PlaceholderNotFoundError
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_TIMEOUT", "ROUTES", "create_app"]
 
@@ -65,6 +67,7 @@ class Problem(Exception):
 
 _STATUS: tuple[tuple[type[Exception], int, str], ...] = (
     (SessionNotFoundError, 404, "Session not found"),
+    (PlaceholderNotFoundError, 404, "Placeholder not found"),
     (UnknownModelError, 422, "Unknown model"),
     (BudgetError, 422, "Over the budget"),
     (SessionMigratorError, 400, "Bad request"),
@@ -112,6 +115,24 @@ ROUTES: tuple[RouteSpec, ...] = (
         "A page of a stored message's whole text, by the id a fit's marker names (read_context).",
         "read_context",
     ),
+    RouteSpec(
+        "POST",
+        "/v1/sessions/{session_id}/compress",
+        "Compress a range (first_id..last_id) or one tool's outputs into a summary placeholder.",
+        "compress_context",
+    ),
+    RouteSpec(
+        "GET",
+        "/v1/sessions/{session_id}/placeholders",
+        "The placeholders in force (what the agent compressed).",
+        "list_placeholders",
+    ),
+    RouteSpec(
+        "POST",
+        "/v1/sessions/{session_id}/placeholders/{placeholder_id}/restore",
+        "Restore a placeholder: its messages are sent whole again when they fit.",
+        "restore_context",
+    ),
     RouteSpec("GET", "/v1/sessions/{session_id}/usage", "The session against a model.", "usage"),
     RouteSpec("DELETE", "/v1/sessions/{session_id}", "Delete a session.", "delete"),
     RouteSpec(
@@ -129,9 +150,16 @@ ROUTES: tuple[RouteSpec, ...] = (
 )
 
 
-class _Api:
-    def __init__(self, store: Any, tokens: Tokens | None, max_body: int, timeout: float) -> None:
-        self.tools = SessionTools(store=store)
+class _Api(PlaceholderRoutes):
+    def __init__(
+        self,
+        store: Any,
+        tokens: Tokens | None,
+        max_body: int,
+        timeout: float,
+        summarizer: Any = None,
+    ) -> None:
+        self.tools = SessionTools(store=store, summarizer=summarizer)
         self.tokens = tokens
         self.max_body = max_body
         self.timeout = timeout
@@ -275,9 +303,11 @@ class _Api:
         tools = body.get("tools") or []
         if tools or body.get("max_output_tokens") is not None:
             from session_migrator.migration._request import fit_request
+            from session_migrator.sessions._placeholder_view import PlaceholderView
 
+            log = self.tools.store.load(call.session_id)  # (the agent's placeholders honoured)
             fit = fit_request(
-                self.tools.store.load(call.session_id),
+                PlaceholderView().view(self.tools.store, call.session_id, log),
                 model,
                 tools=tools,
                 max_output_tokens=body.get("max_output_tokens"),
@@ -413,15 +443,18 @@ def create_app(
     timeout: float = DEFAULT_TIMEOUT,
     mcp: bool = False,
     host: str = "127.0.0.1",
+    summarizer: Any = None,
 ) -> Starlette:
     """The HTTP API over ``store`` (a store or URL; ``None``: the default store).
 
     ``tokens``: who may call it (``None`` or empty: anyone who reaches it; serve it on loopback
     only). ``mcp``: also serve the MCP tools over streamable HTTP at ``/mcp/`` (the ``mcp``
     extra), behind the same tokens; ``host`` is where it is served (the MCP endpoint checks the
-    ``Host`` header against it).
+    ``Host`` header against it). ``summarizer``: writes the summaries of what a session's
+    context cuts, in the background (``session-migrator serve --summarizer openai``); the
+    usage route says where each session's compaction stands.
     """
-    api = _Api(store, tokens if tokens else None, max_body, timeout)
+    api = _Api(store, tokens if tokens else None, max_body, timeout, summarizer)
     routes: list[BaseRoute] = [
         Route(
             spec.path,
@@ -434,7 +467,7 @@ def create_app(
     if mcp:
         from session_migrator.mcp_server import build_server
 
-        server = build_server(api.tools.store)
+        server = build_server(api.tools.store, summarizer=summarizer)
         endpoint = server.streamable_http_app(streamable_http_path="/", host=host)
         routes.append(Mount("/mcp", app=_admins_only(endpoint, api.tokens)))
 

@@ -32,6 +32,12 @@ _BODY = {
         "max_output_tokens": {"type": "integer"},
     },
     "erase": {"user_id": {"type": "string"}},
+    "compress_context": {
+        "first_id": {"type": "string"},
+        "last_id": {"type": "string"},
+        "summary": {"type": "string"},
+        "tool": {"type": "string"},
+    },
     "migrate": {
         "model": {"type": "string"},
         "messages": {"type": "array", "items": {"type": "object"}},
@@ -59,10 +65,11 @@ def openapi() -> dict[str, Any]:
         parameters = [
             {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}
         ] if "{session_id}" in spec.path else []  # fmt: skip
-        if "{message_id}" in spec.path:
-            parameters.append(
-                {"name": "message_id", "in": "path", "required": True, "schema": {"type": "string"}}
-            )
+        for name in ("message_id", "placeholder_id"):
+            if f"{{{name}}}" in spec.path:
+                parameters.append(
+                    {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                )
         parameters += [
             {"name": name, "in": "query", "required": name == "model",
              "schema": {"type": "string" if name == "model" else "integer"}}

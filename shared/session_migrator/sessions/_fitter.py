@@ -8,9 +8,9 @@ fitted to model X" cheaply:
   and costs its own tokenization; the per-message counts and the split into units are kept in a
   :class:`~session_migrator.fitting._fit.Ledger` that grows with the log, so the re-fit walks only
   the messages it keeps;
-- token counts are persisted in the store, so a reopened session is not re-tokenized;
-- rolling summaries are read from and written to the store (revision-checked);
-- every change of target model is logged in the store's migration log.
+- token counts are persisted in the store, so a reopened session is not re-tokenized; rolling
+  summaries are read from and written to it (revision-checked), and every change of target
+  model is logged in its migration log; the placeholders the agent put are honoured.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from session_migrator.sessions._facts import FACTS_SHARE, with_facts
 from session_migrator.sessions._keys import FitKey, log_migration, related_key, save_summary
 from session_migrator.sessions._lease import StoreLease, new_owner
 from session_migrator.sessions._parent import session_notes
+from session_migrator.sessions._placeholder_view import PlaceholderView
 from session_migrator.summaries._ahead import Ahead
 from session_migrator.summaries._summarizers import Summarizer, Summary
 
@@ -154,6 +155,7 @@ class SessionFitter:
         # the summaries written ahead (with a compactor, or once compact() was called)
         self._ahead: Ahead | None = Ahead() if self.compactor is not None else None
         self._lease_owner = new_owner()  # (its compaction lease's owner, see ._lease)
+        self._view = PlaceholderView()  # (the placeholders the agent put, store._placeholders)
 
     @property
     def store(self) -> BaseSessionStore:
@@ -270,7 +272,7 @@ class SessionFitter:
         """
         window = resolve_target(target)
         with self._lock:
-            messages = self.refresh()
+            messages = self._view.view(self.store, self.session_id, self.refresh())
             strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
             counter = counter or default_counter(window)
             related = self._related_sessions()
@@ -292,6 +294,7 @@ class SessionFitter:
                 related_key(related),
                 self._ahead.written if self._ahead is not None else 0,
                 tuple(n.text for n in notes),
+                self._view.key,
             )
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -317,7 +320,7 @@ class SessionFitter:
             for note, cost in zip(notes, notes_cost, strict=True):
                 result = with_facts(result, note, cost)
             try:
-                self._persist_counts(messages, counter)
+                self._persist_counts(self._messages, counter)
                 if result.summary is not None:
                     save_summary(
                         self.store,
@@ -410,17 +413,18 @@ class SessionFitter:
 
     def _ledger_for(self, messages: list[Message], counter: TokenCounter) -> Ledger:
         """The ledger of ``messages`` by ``counter``, brought up to date (only the messages new
-        since the last fit are counted, their counts read from the store when it has them).
-        """
+        since the last fit are counted, their counts read from the store when it has them)."""
         held = self._ledger
         if (
             held is None
             or held[0] is not counter
             or len(held[1]) > len(messages)
             or (len(held[1]) and held[1].messages[-1] is not messages[len(held[1]) - 1])
+            or held[1].cache.get("placeholders", ()) != self._view.key  # (the agent's, changed)
         ):
             held = (counter, Ledger(counter.count_message, slack=self.slack))
             self._ledger = held
+            held[1].cache["placeholders"] = self._view.key
             if self._ahead is not None:
                 # (the summaries written ahead are of these messages: a new ledger, a new start)
                 self._ahead = Ahead()
@@ -451,8 +455,7 @@ class SessionFitter:
 
     def _persist_counts(self, messages: list[Message], counter: TokenCounter) -> None:
         """Write the counts of the messages the store has no count for yet (by the counter that
-        caches them: an estimating counter's o200k counts, valid whatever its calibration).
-        """
+        caches them: an estimating counter's o200k counts, valid whatever its calibration)."""
         owner = getattr(counter, "cache_owner", counter)
         cached = getattr(owner, "cached", None)
         if cached is None:

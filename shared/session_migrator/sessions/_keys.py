@@ -37,6 +37,7 @@ class FitKey:
     related: tuple[object, ...] = ()
     compacted: int = 0
     facts: tuple[str, ...] = ()
+    placeholders: tuple[tuple[str, str], ...] = ()
 
 
 def related_key(related: RelatedSessions | None) -> tuple[object, ...]:

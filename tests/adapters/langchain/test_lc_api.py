@@ -23,6 +23,7 @@ MODULES = (
     "langchain_session_migrator._middleware",
     "langchain_session_migrator._models",
     "langchain_session_migrator._request",
+    "langchain_session_migrator._subagents",
     "langchain_session_migrator._summarizer",
 )
 
@@ -41,6 +42,7 @@ def test_public_surface_is_pinned() -> None:
         "messages_from_core",
         "messages_to_core",
         "read_context_tool",
+        "subagent_tool",
         "window_for",
     ]
     for name in langchain_session_migrator.__all__:

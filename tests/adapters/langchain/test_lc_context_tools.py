@@ -107,7 +107,7 @@ def test_the_history_tool_reads_the_store_offloaded_outputs_whole() -> None:
     history.add_messages(_session(True))
     named = {i for m in history.messages for i in MARKER.findall(str(m.content))}
     assert "t0" in named
-    (tool,) = history.context_tools()
+    (tool,) = history.context_tools(placeholders=False)
     assert tool.name == "read_context"
     whole = _log("s0")
     assert str(tool.invoke({"id": "t0"})).startswith(whole[:4000])
