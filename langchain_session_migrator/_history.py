@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from types import FrameType
 from typing import Any, Self
 
@@ -89,7 +90,9 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
     call, which keeps a provider's prompt cache warm; ``0`` cuts afresh at every read.
     ``compactor`` (a :class:`~session_migrator.Compactor`, or ``True`` for the process's shared
     one) writes the summaries of the cut part in the background, so that no read waits for the
-    summarizer (docs/cost.md).
+    summarizer (docs/cost.md). ``gap_note``: a note of the gap before the newest user message
+    when it is 30 minutes or more ("The user returns after 9 days ..."; ``False``: none, a
+    ``timedelta``: the threshold; see :func:`~session_migrator.migrate`).
 
     ``BaseChatMessageHistory`` is deprecated in langchain-core 1.x (removal in 2.0), with
     LangGraph persistence as its successor
@@ -126,6 +129,7 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
         messages: Sequence[BaseMessage] | None = None,
         embeddings: Any = None,
         compactor: Compactor | bool | None = None,
+        gap_note: bool | timedelta = True,
     ) -> None:
         super().__init__()
         check_store(store)
@@ -140,6 +144,7 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
             slack=slack,
             embeddings=embeddings,
             compactor=compactor,
+            gap_note=gap_note,
         )
         self._setup(session_id, _SessionState(fitter), watcher, reserve_tokens, None)
         self._owns_store = store is None or isinstance(store, str)

@@ -121,6 +121,7 @@ class FittedMemory(Memory):
             workspace=workspace,
             slack=slack,
             embeddings=data.pop("embeddings", None),
+            gap_note=data.pop("gap_note", True),
         )
         if model is None:
             check_llm(llm)
@@ -246,6 +247,7 @@ class FittedMemory(Memory):
             reserve_output=options.reserve_output,
             extra_reserved=options.input_reserve(window),
             embeddings=options.embeddings,
+            gap_note=options.gap_note,
         )
         self._report, self._window, self._source = result.report, window, source
         if result.report.decision == "fits":

@@ -160,6 +160,7 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
             workspace=workspace,
             slack=slack,
             embeddings=data.pop("embeddings", None),
+            gap_note=data.pop("gap_note", True),
         )
         if model is None:
             check_llm(llm)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ DEFAULT_RESERVE_CAP = 4096
 #: The keywords both memory classes take besides LlamaIndex's own.
 FIT_OPTIONS = (
     "embeddings",
+    "gap_note",
     "llm",
     "model",
     "reserve_input",
@@ -109,6 +111,9 @@ class FitOptions:
     slack: float = DEFAULT_SLACK
     #: the embedding model recall fuses with bm25 (``None``: bm25 alone)
     embeddings: Embeddings | None = None
+    #: the note of the gap before the newest user message (``False``: none; a ``timedelta``:
+    #: the threshold; see ``session_migrator.migrate``)
+    gap_note: bool | timedelta = True
 
     @classmethod
     def checked(
@@ -121,9 +126,15 @@ class FitOptions:
         workspace: str = "default",
         slack: float = DEFAULT_SLACK,
         embeddings: Any = None,
+        gap_note: Any = True,
     ) -> FitOptions:
         """The options, or a ``ValueError``/``TypeError`` saying which one is wrong."""
         check_strategy(strategy)
+        if not isinstance(gap_note, bool | timedelta):
+            raise TypeError(
+                "gap_note must be True, False or a timedelta (the threshold), got "
+                f"{type(gap_note).__name__}"
+            )
         given_input: Any = reserve_input  # (checked as the caller may pass anything)
         given_output: Any = reserve_output
         if given_input is not None and (
@@ -152,6 +163,7 @@ class FitOptions:
             workspace=workspace,
             slack=check_slack(slack),
             embeddings=embeddings_for(embeddings),
+            gap_note=gap_note,
         )
 
     def fitter_settings(self) -> dict[str, Any]:
@@ -163,6 +175,7 @@ class FitOptions:
             "workspace": self.workspace,
             "slack": self.slack,
             "embeddings": self.embeddings,
+            "gap_note": self.gap_note,
         }
 
     def input_reserve(self, window: ModelWindow) -> int:

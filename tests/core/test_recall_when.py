@@ -1,5 +1,5 @@
 """When messages were said: the timestamp a message carries (and a store records), the day a
-question names, the dates a lead note shows, and the session-gap note."""
+question names, the dates a lead note shows (the session-gap note: test_gap_note.py)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,12 @@ def test_a_question_naming_a_day_recalls_that_days_turns_shown_with_their_date()
         lead = result.messages[1]
         assert lead.marker is not None
         assert f"{day:%a} {day.day} {day:%b %Y}" in lead.text  # the recalled turn's day
-        assert "This session was last active" in lead.text  # the gap before the question
+        # the gap before the question: its own note, just before it (not in the lead)
+        assert "last active" not in lead.text
+        assert "returns after" not in lead.text
+        gap = result.messages[-2]
+        assert (gap.marker or {}).get("kind") == "gap_note", place
+        assert gap.text.startswith("[session-migrator: The user returns after ")
 
 
 def test_without_times_a_day_in_the_question_changes_nothing() -> None:
@@ -94,6 +99,7 @@ def test_without_times_a_day_in_the_question_changes_nothing() -> None:
     result = migrate(messages, _window(budget), strategy="recall", reserve_output=0)
     assert "last active" not in result.messages[1].text
     assert "brought back below" not in result.messages[1].text
+    assert not any((m.marker or {}).get("kind") == "gap_note" for m in result.messages)
 
 
 def test_a_question_about_the_past_gives_recall_the_room_the_newest_turns_would_take() -> None:
@@ -126,7 +132,8 @@ def test_the_lead_dates_each_run_of_recalled_messages_the_named_day_first() -> N
         "Of the earlier messages brought back below, 1-2 were said on Mon 2 Feb 2026, "
         "3-4 on Thu 5 Feb 2026, 5-6 on Mon 9 Feb 2026."
     )
-    assert line.startswith("This session was last active 22 days ago, on Mon 9 Feb 2026.")
+    # (the gap before the question has a note of its own: tests/core/test_gap_note.py)
+    assert line.startswith("Of the earlier messages brought back below")
     # room for one day: the day the question names, with the places of its messages
     one = when_line(recalled, [*recalled, newest], days_shown=1, named=[days[2].date()])
     assert one.endswith("5-6 were said on Mon 9 Feb 2026 (and others on 2 more days).")

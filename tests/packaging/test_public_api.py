@@ -48,6 +48,8 @@ PUBLIC = {
         "related_sessions", "usage",
         # a user's facts across sessions (docs/memory.md)
         "UserFact", "delete_user_fact", "learn_user_facts", "set_user_fact", "user_facts",
+        # all of a user's messages over the last N days (docs/memory.md)
+        "user_messages",
     ],
     "session_migrator.importers": [
         "FORMATS", "Handoff", "ImportResult", "PLACEHOLDER_RESULT", "TARGETS",

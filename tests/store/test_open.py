@@ -166,6 +166,7 @@ def test_the_public_surface_is_pinned() -> None:
         "set_user_fact",
         "usage",
         "user_facts",
+        "user_messages",
     ]
     for name in store_package.__all__:
         assert getattr(store_package, name).__module__.startswith("session_migrator.store.")

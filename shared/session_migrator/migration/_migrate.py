@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from session_migrator._errors import BudgetError
@@ -20,6 +21,7 @@ from session_migrator.fitting._result import CompressionResult
 from session_migrator.fitting._units import Ledger, build_units, paired
 from session_migrator.messages._messages import Message, Session, as_messages
 from session_migrator.messages._rules import chat_rule_violations
+from session_migrator.migration._gap import gap_message, with_gap
 from session_migrator.migration._options import FitOptions
 from session_migrator.migration._report import MigrationReport, MigrationResult, Plan
 from session_migrator.migration._strategies import (
@@ -127,6 +129,7 @@ def migrate(
     pending_tool_calls: PendingToolCalls = "drop",
     related: RelatedSessions | Sequence[RelatedSession] | None = None,
     embeddings: Any = None,
+    gap_note: bool | timedelta = True,
 ) -> MigrationResult:
     """Fit a conversation to ``target``'s input budget.
 
@@ -153,6 +156,12 @@ def migrate(
     ``Embeddings``, a LlamaIndex ``BaseEmbedding`` or a :class:`~session_migrator.Embeddings`):
     recall fuses its similarity with bm25 (see :mod:`session_migrator.recall._hybrid`).
 
+    ``gap_note``: when the newest user message comes 30 minutes or more after the message
+    before it (both with times), a note of the gap ("The user returns after 9 days (last
+    message 2026-11-26).") goes just before it, within the budget, whether the session fits or
+    is cut; ``False`` sends none, a ``timedelta`` sets the threshold (see
+    :mod:`session_migrator.migration._gap`).
+
     >>> from session_migrator import Message
     >>> result = migrate([Message("user", "hi")], "gpt-4")
     >>> result.report.decision
@@ -170,6 +179,7 @@ def migrate(
         pending_tool_calls=pending_tool_calls,
         related=related,
         embeddings=embeddings,
+        gap_note=gap_note,
     )
     return fit_messages(as_messages(source), target, options)
 
@@ -192,6 +202,7 @@ def fit_messages(
     query, related, reserve_output = options.query, options.related, options.reserve_output
     extra_reserved, budget_cap = options.extra_reserved, options.budget_cap
     previous_summary = options.previous_summary
+    gap = gap_message(messages, options.gap_threshold, options.times)
     found = (
         RelatedExcerpts(
             related, messages, query if query is not None else latest_user_text(messages)
@@ -255,6 +266,8 @@ def fit_messages(
         fitted = MigrationResult(list(messages) if repair is None else repair.messages, report)
         if fitted.messages:
             report.stable_through = fitted.messages[-1].id  # (the next request appends to it)
+        if gap is not None:
+            fitted = with_gap(fitted, gap, decision.budget.tokens, counter)
         if found is not None:
             fitted = _with_related(fitted, found, decision.budget.tokens, counter)
         report.seconds = time.perf_counter() - started
@@ -280,18 +293,25 @@ def fit_messages(
         )
 
         hybrid = hybrid_for(options.embeddings)
+    # the gap note's room is held back too; a budget too small for the room held gets it back
+    gap_cost = counter.count_message(gap) if gap is not None else 0
+    tries = list(dict.fromkeys([(held, gap_cost), (0, gap_cost), (0, 0)]))
     with recalling(hybrid):
-        try:
-            result = compressor.compress(
-                messages, budget - held, counter, query, previous_summary=previous_summary, **extra
-            )
-        except BudgetError:
-            if not held:
-                raise
-            held = 0  # the excerpts never make a migration fail: the session takes the budget
-            result = compressor.compress(
-                messages, budget, counter, query, previous_summary=previous_summary, **extra
-            )
+        for attempt, (held, held_gap) in enumerate(tries):
+            try:
+                result = compressor.compress(
+                    messages,
+                    budget - held - held_gap,
+                    counter,
+                    query,
+                    previous_summary=previous_summary,
+                    **extra,
+                )
+                break
+            except BudgetError:
+                # (the excerpts and the note never make a migration fail)
+                if attempt == len(tries) - 1:
+                    raise
     report.decision = "compressed"
     problems: list[str] = []
     if isinstance(compressor, _Strategy):
@@ -299,7 +319,7 @@ def fit_messages(
             result.tokens if result.tokens is not None else counter.count_messages(result.messages)
         )
     else:  # a compressor of the caller's own: its result is checked, not trusted
-        tokens_after = _checked(compressor, result, budget - held, counter)
+        tokens_after = _checked(compressor, result, budget - held - held_gap, counter)
         problems = [
             f"the result breaks a chat rule: {problem}"
             for problem in chat_rule_violations(result.messages)
@@ -317,6 +337,8 @@ def fit_messages(
     if hybrid is not None:
         hybrid.reported(report)
     fitted = MigrationResult(list(result.messages), report, result.summary)
+    if gap is not None:
+        fitted = with_gap(fitted, gap, budget, counter)
     if found is not None:
         fitted = _with_related(fitted, found, budget, counter)
     report.seconds = time.perf_counter() - started

@@ -8,12 +8,14 @@ parameters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls, check_pending
+from session_migrator.migration._gap import check_gap_note
 from session_migrator.migration._strategies import Compressor
 from session_migrator.recall._related import RelatedSession, RelatedSessions
 from session_migrator.summaries._summarizers import Summarizer, Summary
@@ -42,6 +44,12 @@ class FitOptions:
     budget_cap: int | None = None
     #: an embedding model recall fuses with bm25 (see :mod:`session_migrator.recall._hybrid`)
     embeddings: Any = None
+    #: the note of the gap before the newest user message: ``True`` (past 30 minutes), ``False``
+    #: (none) or the threshold (see :mod:`session_migrator.migration._gap`)
+    gap_note: bool | timedelta = True
+    #: when the messages without a ``timestamp`` were stored, by id (a fitter's own appends,
+    #: which it keeps as given): the gap note reads them
+    times: Mapping[str, datetime] | None = None
 
     def __post_init__(self) -> None:
         counter = self.counter
@@ -59,6 +67,12 @@ class FitOptions:
                 f"OpenAISummarizer()), got {type(summarizer).__name__}"
             )
         check_pending(self.pending_tool_calls)
+        check_gap_note(self.gap_note)
+
+    @property
+    def gap_threshold(self) -> timedelta | None:
+        """The gap past which a note of it is sent (``None``: never)."""
+        return check_gap_note(self.gap_note)
 
     @property
     def keep_pending(self) -> bool:

@@ -11,16 +11,19 @@ take.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 
+from session_migrator.fitting._units import is_step_result
 from session_migrator.messages._messages import Message
 
 __all__ = [
+    "GAP_THRESHOLD",
     "about_the_past",
     "asks",
     "day_token",
     "day_tokens",
+    "gap_between",
     "gap_note",
     "named_days",
     "opens_with_a_question",
@@ -128,19 +131,64 @@ def show_day(when: datetime) -> str:
     return f"{when:%a} {when.day} {when:%b %Y}"
 
 
-def gap_note(messages: Sequence[Message]) -> str | None:
-    """``last active 9 days ago`` when the newest message comes more than a day after the
-    one before it (both with times), else ``None``."""
-    if len(messages) < 2:
+#: The gap before the newest user message past which a fit sends a note of it (the default of
+#: ``gap_note=`` on :func:`~session_migrator.migrate` and the fitters).
+GAP_THRESHOLD = timedelta(minutes=30)
+
+
+def gap_between(
+    messages: Sequence[Message], times: Mapping[str, datetime] | None = None
+) -> tuple[int, timedelta, datetime] | None:
+    """The newest user message's place (one that starts a turn: not a step's result), the gap
+    since the message before it (the nearest that is not a system message) and when that one
+    was said; ``None`` without such a pair, or without both times (a message's ``timestamp``,
+    else ``times`` by its id)."""
+    known = times or {}
+    for at in range(len(messages) - 1, 0, -1):
+        m = messages[at]
+        if m.role != "user" or is_step_result(m):
+            continue
+        before = next((p for p in reversed(messages[:at]) if p.role != "system"), None)
+        if before is None:
+            return None
+        newest = m.timestamp or known.get(m.id)
+        then = before.timestamp or known.get(before.id)
+        if newest is None or then is None:
+            return None
+        return at, newest - then, then
+    return None
+
+
+def _plural(n: int, unit: str) -> str:
+    return f"{n} {unit}{'s' if n != 1 else ''}"
+
+
+def gap_note(
+    messages: Sequence[Message],
+    threshold: timedelta = GAP_THRESHOLD,
+    times: Mapping[str, datetime] | None = None,
+) -> str | None:
+    """What the note of the gap before the newest user message says, graded by its length:
+    ``The user returns after 9 days (last message 2026-11-26).``, ``... after 3 hours (last
+    message 2026-11-26 14:05 UTC).``, ``... after 45 minutes (...)``; ``None`` when the gap is
+    under ``threshold`` or not known (see :func:`gap_between`).
+    """
+    found = gap_between(messages, times)
+    if found is None:
         return None
-    newest, before = messages[-1].timestamp, messages[-2].timestamp
-    if newest is None or before is None:
+    _, gap, before = found
+    if gap < threshold or gap <= timedelta(0):
         return None
-    gap = newest - before
-    if gap < timedelta(days=1):
-        return None
-    days = gap.days
-    return f"last active {days} day{'s' if days != 1 else ''} ago, on {show_day(before)}"
+    if gap >= timedelta(days=1):
+        return (
+            f"The user returns after {_plural(gap.days, 'day')} (last message {before:%Y-%m-%d})."
+        )
+    if gap >= timedelta(hours=1):
+        after = _plural(int(gap.total_seconds() // 3600), "hour")
+    else:
+        after = _plural(max(1, int(gap.total_seconds() // 60)), "minute")
+    zone = f" {before.tzname()}" if before.tzname() else ""
+    return f"The user returns after {after} (last message {before:%Y-%m-%d %H:%M}{zone})."
 
 
 def when_line(
@@ -149,13 +197,12 @@ def when_line(
     days_shown: int = 6,
     named: Sequence[date] = (),
 ) -> str:
-    """What a lead note says of time: the session's idle gap before the newest message, if
-    any, and the day each run of recalled messages was said on (those of another day than the
-    newest message's), by their places among the messages brought back: at most
-    ``days_shown`` days, those ``named`` (the days a question names, by month and day) first,
-    then the earliest."""
-    gap = gap_note(messages)
-    parts: list[str] = [f"This session was {gap}."] if gap else []
+    """What a lead note says of time: the day each run of recalled messages was said on (those
+    of another day than the newest message's), by their places among the messages brought
+    back: at most ``days_shown`` days, those ``named`` (the days a question names, by month and
+    day) first, then the earliest (the gap before the newest user message has a note of its own: see
+    :func:`gap_note`)."""
+    parts: list[str] = []
     newest = messages[-1].timestamp if messages else None
     today = newest.date() if newest else None
     runs: list[tuple[date, int, int]] = []  # (day, first, last): places from 1

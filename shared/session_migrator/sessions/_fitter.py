@@ -16,17 +16,18 @@ fitted to model X" cheaply:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections.abc import Hashable, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from session_migrator._errors import ConflictError, SessionNotFoundError
+from session_migrator._errors import SessionNotFoundError
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls, check_pending
 from session_migrator.fitting._units import DEFAULT_SLACK, Ledger, check_slack
 from session_migrator.messages._messages import Message
 from session_migrator.messages._storage_ids import storage_ids
+from session_migrator.migration._gap import check_gap_note
 from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
 from session_migrator.migration._options import FitOptions
 from session_migrator.migration._report import MigrationResult
@@ -36,7 +37,7 @@ from session_migrator.recall._embeddings import as_embeddings, session_vectors
 from session_migrator.recall._related import RecallScope, RelatedSessions, check_scope
 from session_migrator.sessions._compactor import Compactor
 from session_migrator.sessions._facts import FACTS_SHARE, with_facts
-from session_migrator.sessions._keys import FitKey, log_migration, related_key
+from session_migrator.sessions._keys import FitKey, log_migration, related_key, save_summary
 from session_migrator.sessions._lease import StoreLease, new_owner
 from session_migrator.sessions._parent import session_notes
 from session_migrator.sessions._placeholder_view import PlaceholderView
@@ -82,6 +83,10 @@ class SessionFitter:
     sends them in a note after the system prompt, within :data:`FACTS_SHARE` of the window's
     input (the newest facts first when not all fit). Off by default (``False``).
 
+    ``gap_note``: a note of the gap before the newest user message when it is 30 minutes or
+    more ("The user returns after 9 days (last message 2026-11-26)."), within the budget, cut or
+    not; ``False`` sends none, a ``timedelta`` sets the threshold (as for :func:`migrate`).
+
     >>> from session_migrator import Message
     >>> fitter = SessionFitter("demo", store="memory://")
     >>> fitter.append([Message("user", "hello")])
@@ -104,6 +109,7 @@ class SessionFitter:
         embeddings: Any = None,
         compactor: Compactor | bool | None = None,
         user_facts: bool = False,
+        gap_note: bool | timedelta = True,
     ) -> None:
         self.session_id = session_id
         # a URL is opened at first use, so that constructing a fitter does no I/O (an async
@@ -131,8 +137,11 @@ class SessionFitter:
         )
         self._related: RelatedSessions | None = None
         self.user_facts = user_facts
+        check_gap_note(gap_note)
+        self.gap_note = gap_note
         self._lock = threading.RLock()
         self._messages: list[Message] = []
+        self._said: dict[str, datetime] = {}  # (when the messages appended here were stored)
         self._ids: set[str] = set()
         self._loaded = False
         self._cache: tuple[Hashable, MigrationResult] | None = None
@@ -177,6 +186,7 @@ class SessionFitter:
         with self._lock:
             if not self._loaded:
                 self._messages = list(self.store.load(self.session_id))
+                self._said = {}  # (the store's messages have their times)
                 self._ids = {m.id for m in self._messages}
                 self._loaded = True
                 self._ledger = None
@@ -212,6 +222,7 @@ class SessionFitter:
         messages = storage_ids(messages)  # the ids the store keeps (a derived one is not)
         with self._lock:
             self.refresh()
+            said = self.store.now()  # (the time the store gives a message without one)
             self.store.append(
                 self.session_id, messages, workspace=self.workspace, metadata=self.metadata
             )
@@ -220,6 +231,8 @@ class SessionFitter:
                 if m.id not in self._ids:
                     self._ids.add(m.id)
                     self._messages.append(stored_form(m))
+                    if m.timestamp is None:  # (kept as given; its time for the gap note)
+                        self._said[m.id] = said
             user = self._user_id() if self.user_facts else None
             if user is not None and any(m.role == "user" for m in messages):
                 from session_migrator.store import learn_user_facts
@@ -300,6 +313,8 @@ class SessionFitter:
                 related=related,
                 budget_cap=budget_cap,
                 embeddings=session_vectors(self),
+                gap_note=self.gap_note,
+                times=self._said,
             )
             result = fit_messages(ledger.messages, window, options, ledger)
             for note, cost in zip(notes, notes_cost, strict=True):
@@ -307,7 +322,14 @@ class SessionFitter:
             try:
                 self._persist_counts(self._messages, counter)
                 if result.summary is not None:
-                    self._save_summary(result.summary, window.name, strategy_name, previous)
+                    save_summary(
+                        self.store,
+                        self.session_id,
+                        result.summary,
+                        window.name,
+                        strategy_name,
+                        previous,
+                    )
                 self._log(window.name, result)
             except SessionNotFoundError:
                 # another process deleted the session since it was read: this fit is of what
@@ -461,28 +483,6 @@ class SessionFitter:
             stored.text, stored.first_id, stored.last_id, stored.covered_count, stored.strategy
         )
         return summary, stored.revision
-
-    def _save_summary(
-        self,
-        summary: Summary,
-        model: str,
-        strategy: str,
-        previous: tuple[Summary, int] | None,
-    ) -> None:
-        if previous is not None and previous[0] == summary:
-            return
-        # on a conflict another writer stored a summary first: theirs stands, ours is recomputable
-        with contextlib.suppress(ConflictError):
-            self.store.put_summary(
-                self.session_id,
-                summary.text,
-                first_id=summary.first_id,
-                last_id=summary.last_id,
-                covered_count=summary.covered_count,
-                model=model,
-                strategy=summary.summarizer or strategy,
-                expected_revision=previous[1] if previous else 0,
-            )
 
     def _previous_target(self) -> str | None:
         if not self._last_target_loaded:

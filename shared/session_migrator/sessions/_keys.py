@@ -1,19 +1,22 @@
 """What a :class:`~session_migrator.SessionFitter`'s cached fit is keyed by, and the record of
-a change of target model it logs."""
+a change of target model it logs, and the rolling summary it keeps in the store."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
 
+from session_migrator._errors import ConflictError
 from session_migrator.migration._report import MigrationReport
 from session_migrator.models._windows import ModelWindow
 from session_migrator.recall._related import RelatedSessions
+from session_migrator.summaries._summarizers import Summary
 
-__all__ = ["FitKey", "log_migration", "related_key"]
+__all__ = ["FitKey", "log_migration", "related_key", "save_summary"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +70,28 @@ def log_migration(
             decision=report.decision,
         )
     )
+
+
+def save_summary(
+    store: BaseSessionStore,
+    session_id: str,
+    summary: Summary,
+    model: str,
+    strategy: str,
+    previous: tuple[Summary, int] | None,
+) -> None:
+    """Keep ``summary`` as the session's rolling summary, unless it is ``previous``'s."""
+    if previous is not None and previous[0] == summary:
+        return
+    # on a conflict another writer stored a summary first: theirs stands, ours is recomputable
+    with contextlib.suppress(ConflictError):
+        store.put_summary(
+            session_id,
+            summary.text,
+            first_id=summary.first_id,
+            last_id=summary.last_id,
+            covered_count=summary.covered_count,
+            model=model,
+            strategy=summary.summarizer or strategy,
+            expected_revision=previous[1] if previous else 0,
+        )

@@ -33,6 +33,7 @@ from session_migrator.store._types import (
     StoredSummary,
 )
 from session_migrator.store._usage import Usage, usage
+from session_migrator.store._user_messages import user_messages
 
 __all__ = [
     "BaseSessionStore",
@@ -52,4 +53,5 @@ __all__ = [
     "set_user_fact",
     "usage",
     "user_facts",
+    "user_messages",
 ]

@@ -126,6 +126,10 @@ class BaseSessionStore(NoVectors, AsyncMixin, BackendPrimitives):
         meta = _codec.dumps(dict(metadata)) if metadata is not None else "{}"
         return self._append(session_id, workspace, meta, user_id_of(metadata), records, now)
 
+    def now(self) -> datetime:
+        """The store's clock now: the time :meth:`append` gives a message that has none."""
+        return datetime.fromtimestamp(self._clock(), UTC)
+
     def stored_form(self, message: Message) -> Message:
         """``message`` as :meth:`load` gives it back once appended: the preview of a tool output
         this store offloads, else ``message`` itself. A reader that keeps what it appended keeps

@@ -4,7 +4,8 @@
 ``memory://``                       in this process's memory (a new empty store each time)
 ``sqlite:///relative/path.db``      SQLite file relative to the working directory
 ``sqlite:////absolute/path.db``     SQLite file at an absolute path (``~`` is expanded)
-``redis://host:6379/0``             Redis (``?prefix=`` sets the key prefix)
+``redis://host:6379/0``             Redis (``?prefix=`` sets the key prefix, ``?ttl=`` seconds
+                                    a session lives after its last access)
 ``postgresql://user@host/db``       PostgreSQL, also ``postgres://`` (``?schema=`` sets a schema)
 ==================================  ==========================================================
 
@@ -31,7 +32,7 @@ _COMMON = {"offload_threshold", "clock"}
 _OPTIONS = {
     "memory": _COMMON,
     "sqlite": _COMMON | {"busy_timeout"},
-    "redis": _COMMON | {"prefix"},
+    "redis": _COMMON | {"prefix", "ttl"},
     "postgres": _COMMON | {"schema"},
 }
 
@@ -45,7 +46,12 @@ def open_store(
     ``SESSION_MIGRATOR_HOME`` or the user's data directory); an explicit ``home`` skips the
     environment variable. ``options`` go to the backend: ``offload_threshold`` (tokens; large
     tool outputs are kept apart with a preview inline) and ``clock`` for all; ``busy_timeout``
-    (seconds) for SQLite, ``prefix`` for Redis, ``schema`` for PostgreSQL.
+    (seconds) for SQLite, ``prefix`` and ``ttl`` for Redis, ``schema`` for PostgreSQL.
+
+    ``ttl`` (Redis only; seconds or a :class:`~datetime.timedelta`, also ``?ttl=`` in the URL):
+    every key of a session expires that long after the session's last read or write, and an
+    expired session vanishes whole (see :mod:`session_migrator.store._redis_ttl`). The other
+    backends refuse it: ``store.purge_older_than(days)`` deletes old messages there.
 
     >>> store = open_store("memory://")
     >>> store.list_sessions()
@@ -61,6 +67,14 @@ def open_store(
         raise StoreError("the store URL is empty; " + _accepted())
     url = url.strip()
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme not in ("redis", "rediss") and ("ttl" in options or _has_ttl(url)):
+        kind = {"postgresql": "PostgreSQL", "postgres": "PostgreSQL", "sqlite": "SQLite"}.get(
+            scheme, scheme
+        )
+        raise StoreError(
+            f"ttl is for Redis only: a {kind or 'this'} store has no expiring keys; delete old "
+            "messages with store.purge_older_than(days) instead (e.g. from a daily job)"
+        )
     if scheme == "memory":
         if url.lower() not in ("memory://", "memory:"):
             raise StoreError(f"{url!r}: a memory store takes no path; use 'memory://'")
@@ -73,6 +87,9 @@ def open_store(
         base, params = _split_params(url, "prefix")
         if "prefix" in params:
             options = {"prefix": params["prefix"], **options}
+        base, params = _split_params(base, "ttl")
+        if "ttl" in params:
+            options = {"ttl": params["ttl"], **options}
         from session_migrator.store._redis import RedisStore
 
         return RedisStore(base, **_checked("redis", options))
@@ -101,6 +118,11 @@ def _open_sqlite(url: str, options: dict[str, Any]) -> BaseSessionStore:
     from session_migrator.store._sqlite import SQLiteStore
 
     return SQLiteStore(Path(raw).expanduser(), **_checked("sqlite", options))
+
+
+def _has_ttl(url: str) -> bool:
+    """Whether ``url`` has a ``ttl`` query parameter."""
+    return any(k == "ttl" for k, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True))
 
 
 def _split_params(url: str, name: str) -> tuple[str, dict[str, str]]:

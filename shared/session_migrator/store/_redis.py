@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from session_migrator._errors import MissingDependencyError, SessionNotFoundError, StoreError
@@ -47,6 +48,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the dependency tes
 
 from session_migrator.store._redis_client import connect, warn_if_volatile
 from session_migrator.store._redis_schema import check_schema, schema_key
+from session_migrator.store._redis_ttl import RedisExpiry, ttl_millis, with_expiry
 
 __all__ = ["DEFAULT_PREFIX", "RedisStore"]
 
@@ -87,8 +89,8 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-class RedisStore(RedisVectors, BaseSessionStore):
-    """A session store in Redis (``redis://host:port/db``)."""
+class RedisStore(RedisExpiry, RedisVectors, BaseSessionStore):
+    """A session store in Redis (``redis://host:port/db``; ``ttl``: see :mod:`._redis_ttl`)."""
 
     backend_errors = (redis.RedisError,)
     backend_hint = "Check that Redis is running and reachable"
@@ -100,11 +102,16 @@ class RedisStore(RedisVectors, BaseSessionStore):
         prefix: str = DEFAULT_PREFIX,
         offload_threshold: int | None = None,
         clock: Clock | None = None,
+        ttl: float | timedelta | None = None,
     ) -> None:
         super().__init__(offload_threshold=offload_threshold, clock=clock)
         if not prefix:
             raise StoreError("the Redis key prefix must not be empty")
-        self.url = display_url(url, prefix=None if prefix == DEFAULT_PREFIX else prefix)
+        self.ttl_ms = ttl_millis(ttl)
+        shown_ttl = None if self.ttl is None else f"{self.ttl:g}"
+        self.url = display_url(
+            url, prefix=None if prefix == DEFAULT_PREFIX else prefix, ttl=shown_ttl
+        )
         self.prefix = prefix
         try:
             self._client: redis.Redis = connect(url)
@@ -241,7 +248,10 @@ class RedisStore(RedisVectors, BaseSessionStore):
         pipe = self._client.pipeline(transaction=False)
         for digest in digests:
             pipe.hget(f"{self.prefix}s:{digest}:meta", "id")
-        return [dk(_text(sid)) for sid in pipe.execute() if sid is not None]
+        found = pipe.execute()
+        # (a session whose keys expired: its entry goes too)
+        self._forget_expired(index_key, [d for d, s in zip(digests, found, strict=True) if not s])
+        return [dk(_text(sid)) for sid in found if sid is not None]
 
     def _ids_in(self, workspace: str) -> list[str]:
         return self._members(self._workspace_key(workspace))
@@ -438,6 +448,8 @@ class RedisStore(RedisVectors, BaseSessionStore):
     def close(self) -> None:
         self._client.close()
 
+
+with_expiry(RedisStore)  # (each access of a session sets its expiry again: see _redis_ttl)
 
 _KEY_NAMES = (
     "meta",
