@@ -145,7 +145,7 @@ def test_an_agent_reads_back_a_shrunk_tool_output(serve: Callable[..., Served]) 
     assert 'read_context(id="t1", offset=22000)' in page.json()["text"]
     assert missing.status_code == 404
     assert missing.headers["content-type"] == "application/problem+json"
-    assert "list_placeholders" in missing.json()["detail"]
+    assert "marker names" in missing.json()["detail"]
     assert bad.status_code == 400
 
 

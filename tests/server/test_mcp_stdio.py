@@ -436,4 +436,4 @@ async def test_read_context_reads_back_a_shrunk_output(connect: Connect) -> None
     assert page["text"].startswith(output[20_000:22_000])
     assert f'read_context(id="t1", offset={22_000})' in page["text"]
     assert last["text"] == output[-10:]  # the last page says nothing more
-    assert "list_placeholders" in wrong
+    assert "marker names" in wrong

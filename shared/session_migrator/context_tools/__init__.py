@@ -26,6 +26,7 @@ from session_migrator.context_tools._placeholder_tools import (
     placeholders_text,
     restore_text,
 )
+from session_migrator.fitting._truncate import RANGE_SEPARATOR
 from session_migrator.messages._messages import Message
 from session_migrator.migration._report import MigrationReport
 from session_migrator.sessions._parent import parent_note, parent_summary
@@ -75,15 +76,34 @@ def read_context(
     if offset < 0 or limit <= 0:
         raise ValueError("offset must be >= 0 and limit > 0; pass offset=0 to start at the top")
     found = next((m for m in messages if m.id == id), None)
-    if found is None:
-        raise KeyError(f"no message with id {id!r}; call list_placeholders() for the ids")
-    text = found.text
+    text = found.text if found is not None else _run_text(messages, id)
+    if text is None:
+        raise KeyError(
+            f"no message with id {id!r}; pass the id a read_context(...) marker names (one "
+            'message\'s id, or "<first id>..<last id>" for the messages a note covers)'
+        )
     page = text[offset : offset + limit]
     end = offset + len(page)
     if end < len(text):
         more = len(text) - end
         return f'{page}\n[... {more:,} more characters; read_context(id="{id}", offset={end})]'
     return page
+
+
+def _run_text(messages: Sequence[Message], id: str) -> str | None:
+    """The messages ``"<first id>..<last id>"`` names, one block each (``None``: no such run)."""
+    first, separator, last = id.partition(RANGE_SEPARATOR)
+    ids = [m.id for m in messages]
+    if not separator or first not in ids or last not in ids:
+        return None
+    start, end = ids.index(first), ids.index(last)
+    if start > end:
+        return None
+    blocks = []
+    for m in messages[start : end + 1]:
+        calls = "".join(f"\ncalled {c.name}({c.arguments})" for c in m.tool_calls)
+        blocks.append(f"[{m.id}] {m.role}: {m.text}{calls}")
+    return "\n\n".join(blocks)
 
 
 @overload

@@ -12,29 +12,45 @@ from session_migrator._errors import SummarizerError
 from session_migrator._redact import redact_secrets
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.counting._tokens import remembered_count
-from session_migrator.fitting._truncate import truncate_text
+from session_migrator.fitting._truncate import range_id, truncate_text
 from session_migrator.fitting._units import Layout, stable_id
 from session_migrator.messages._messages import MARKER_KEY, Message
 from session_migrator.summaries._summarizers import ExtractiveSummarizer, Summarizer, Summary
 
-__all__ = ["note", "note_reserve", "summary_message"]
+__all__ = ["note", "note_reserve", "read_back", "summary_message"]
 
 _PREVIEW_CHARS = 120
+#: The most of a summary's room the line naming what it covers may take (in a smaller room the
+#: summary keeps it, and the line is left out).
+READ_BACK_SHARE = 0.05
 
 
-def note(covered: list[Message], room: int, counter: TokenCounter) -> Message | None:
+def read_back(covered: Sequence[Message]) -> str:
+    """What a note or summary of ``covered`` tells the model it can do to read them back."""
+    them = "it" if len(covered) == 1 else "them"
+    return f'read_context(id="{range_id(covered[0].id, covered[-1].id)}") reads {them} back'
+
+
+def note(
+    covered: list[Message], room: int, counter: TokenCounter, *, read_back_room: bool = True
+) -> Message | None:
+    """The note on ``covered`` (left out) that fits in ``room``: the longest that does, naming
+    the run ``read_context`` reads back where there is room for it."""
     oldest = next((m for m in covered if m.text.strip()), covered[0])
     preview = " ".join(oldest.text.split())
     if len(preview) > _PREVIEW_CHARS:
         preview = preview[: _PREVIEW_CHARS - 3] + "..."
     n = len(covered)
+    s, were = ("s", "were") if n != 1 else ("", "was")
+    long = f"{n} earlier message{s} of this conversation {were} left out to fit the context window"
+    back = f" ({read_back(covered)})" if read_back_room else ""
     texts = [
-        f"[session-migrator: {n} earlier message{'s' if n != 1 else ''} of this conversation "
-        f"{'were' if n != 1 else 'was'} left out to fit the context window. The oldest "
-        f'began: "{preview}"]',
-        f"[session-migrator: {n} earlier message{'s' if n != 1 else ''} left out.]",
+        f'[session-migrator: {long}{back}. The oldest began: "{preview}"]',
+        f'[session-migrator: {long}. The oldest began: "{preview}"]',
+        f"[session-migrator: {n} earlier message{s} left out{back}.]",
+        f"[session-migrator: {n} earlier message{s} left out.]",
     ]
-    for text in texts:
+    for text in dict.fromkeys(texts):
         note = Message(
             "system",
             text,
@@ -53,9 +69,12 @@ def note(covered: list[Message], room: int, counter: TokenCounter) -> Message | 
     return None
 
 
-def note_reserve(messages: Sequence[Message], layout: Layout, counter: TokenCounter) -> int:
+def note_reserve(
+    messages: Sequence[Message], layout: Layout, counter: TokenCounter, *, read_back: bool = False
+) -> int:
+    """The room a note on the cut part takes (``read_back``: with the line naming the run)."""
     first = [messages[i] for u in layout.units[:1] for i in u.indices] or list(messages[:1])
-    probe = note(first, 10**9, counter)
+    probe = note(first, 10**9, counter, read_back_room=read_back)
     return (counter.count_message(probe) + 8) if probe else 0
 
 
@@ -69,6 +88,9 @@ def summary_message(
     fallbacks: list[str],
 ) -> tuple[Message | None, Summary | None]:
     header = f"[session-migrator: summary of {len(covered)} earlier messages]\n"
+    named = f"{header[:-2]} ({read_back(covered)})]\n"
+    if counter.count_text(named) <= room * READ_BACK_SHARE:  # (a small room keeps the summary)
+        header = named
     overhead = counter.count_message(Message("system", header)) + 2
     limit = room - overhead
     if limit < 16:

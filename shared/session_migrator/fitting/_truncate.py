@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ARGUMENT_CHARS",
     "MIN_TRUNCATED_TOKENS",
+    "RANGE_SEPARATOR",
     "marker_tokens",
+    "range_id",
     "read_back_id",
     "short_arguments",
     "shorten_call",
@@ -151,6 +153,16 @@ def truncate_message(message: Message, target: int, counter: TokenCounter) -> Me
         return bare
     # only a tool or assistant message gets here (``smallest`` above): its shell fits
     return _with_marker(message, original, content="", tool_calls=shell.tool_calls)
+
+
+#: How a run of messages is named to ``read_context``: ``"<first id>..<last id>"``.
+RANGE_SEPARATOR = ".."
+
+
+def range_id(first: str, last: str) -> str:
+    """The id ``read_context`` reads the messages ``first`` to ``last`` back by (a note or a
+    summary of a cut part names it)."""
+    return first if first == last else f"{first}{RANGE_SEPARATOR}{last}"
 
 
 def read_back_id(message: Message) -> str | None:

@@ -337,7 +337,7 @@ class _Engine:
                 )
                 covered = left_out if summary is not None else []
             if lead is None:
-                lead = note(left_out, room - when_cost, counter)
+                lead = note(left_out, room - when_cost, counter, read_back_room=False)
                 if lead is None and when_cost:  # (the note first, the days if they fit)
                     lead = note(left_out, room, counter)
             if lead is not None and when:

@@ -117,7 +117,7 @@ def stable_fit(
         return None
     dated = messages[-1].timestamp is not None
     when_room = min(WHEN_ROOM, available // 10) if how.recall and dated else 0
-    lead_room = max(how.summary_room, note_reserve(messages, layout, counter))
+    lead_room = max(how.summary_room, note_reserve(messages, layout, counter, read_back=True))
     past_room = 0
     if kept_state:
         # (the kept turns' room must not move as the conversation grows: it is laid from the
