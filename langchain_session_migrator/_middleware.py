@@ -8,7 +8,6 @@ from typing import Annotated, Any, TypeVar, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
-    AgentState,
     ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
@@ -40,6 +39,13 @@ from langchain_session_migrator._request import (
     requested_output,
     tool_payload,
 )
+from langchain_session_migrator._state_placeholders import (
+    PlaceholderState,
+    with_placeholders,
+)
+from langchain_session_migrator._state_placeholders import (
+    placeholder_tools as _placeholder_tools,
+)
 from langchain_session_migrator._summarizer import as_summarizer
 from session_migrator import (
     Compressor,
@@ -56,7 +62,7 @@ __all__ = ["FitToModelMiddleware", "response_format_payloads", "state_read_conte
 _R = TypeVar("_R")
 
 
-class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
     """Fits ``request.messages`` to ``request.model`` just before every model call of an agent.
 
     ``wrap_model_call`` / ``awrap_model_call`` read the window of the model that is about to run
@@ -93,13 +99,20 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     output the fit shrank leaves a marker naming its id (``read_context(id="...")``), and the
     tool reads a page of the original back from the agent's state. It is sent only beside
     other tools (an agent without tools has no tool output to cut). ``context_tools=False``
-    leaves it out (``tools == []``).
+    leaves it out (``tools == []``). ``placeholder_tools=True`` adds ``compress_context``,
+    ``list_placeholders`` and ``restore_context``: the agent compresses a range of its own
+    context (or one tool's outputs) into a summary placeholder, kept in the graph's state; each
+    call's fit sends it as one line, until the agent restores it (see
+    :mod:`langchain_session_migrator._state_placeholders`).
 
     >>> from langchain.agents import create_agent
     >>> middleware = FitToModelMiddleware(strategy="trim")
     >>> middleware.name
     'FitToModelMiddleware'
     """
+
+    #: the agent's state, with the placeholders ``placeholder_tools`` keep
+    state_schema = PlaceholderState
 
     def __init__(
         self,
@@ -114,6 +127,7 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         max_cached_messages: int = 50_000,
         embeddings: Any = None,
         context_tools: bool = True,
+        placeholder_tools: bool = False,
     ) -> None:
         super().__init__()
         self._fitter = RequestFitter(
@@ -127,6 +141,8 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         self.count_tools = count_tools
         self.tools = [state_read_context_tool()] if context_tools else []
+        if placeholder_tools:
+            self.tools += _placeholder_tools()
         self._registry: dict[str, ModelWindow] = {
             name: window_for(model) for name, model in model_map(models).items()
         }
@@ -209,9 +225,10 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             payloads += binding_payloads(request.model_settings)
             payloads += response_format_payloads(request.response_format, window)
         asked, parameter = requested_output(unwrap_model(request.model), request.model_settings)
+        placed = with_placeholders(request.messages, request.state)
         fitted = self._fitter.fit(
             request.system_message,
-            request.messages,
+            request.messages if placed is None else placed,
             window,
             payloads=payloads,
             max_output_tokens=asked,
@@ -219,7 +236,9 @@ class FitToModelMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             provider=provider_of(unwrap_model(request.model)),
         )
         if fitted is None:
-            return request
+            if placed is None:
+                return request
+            return request.override(messages=cast(list[AnyMessage], placed))
         system, messages = fitted
         return request.override(messages=cast(list[AnyMessage], messages), system_message=system)
 

@@ -23,20 +23,28 @@ from session_migrator.context_tools._placeholder_tools import (
     LIST_DESCRIPTION,
     RESTORE_DESCRIPTION,
     compress_text,
+    compressed_answer,
+    error_answer,
+    listing_answer,
     placeholders_text,
     restore_text,
+    restored_answer,
 )
 from session_migrator.fitting._truncate import RANGE_SEPARATOR
 from session_migrator.messages._messages import Message
 from session_migrator.migration._report import MigrationReport
 from session_migrator.sessions._parent import parent_note, parent_summary
+from session_migrator.sessions._placeholder_view import apply_placeholders
 from session_migrator.store._placeholders import (
     ANSWER_LIMIT,
     Placeholder,
     PlaceholderError,
     PlaceholderNotFoundError,
     compress_context,
+    new_placeholder,
+    placeholders_in_force,
     restore_context,
+    restored,
 )
 from session_migrator.store._placeholders import list_placeholders as _stored_placeholders
 
@@ -52,16 +60,24 @@ __all__ = [
     "Placeholder",
     "PlaceholderError",
     "PlaceholderNotFoundError",
+    "apply_placeholders",
     "child_result",
     "compress_context",
     "compress_text",
+    "compressed_answer",
+    "error_answer",
     "list_placeholders",
+    "listing_answer",
+    "new_placeholder",
     "parent_note",
     "parent_summary",
+    "placeholders_in_force",
     "placeholders_text",
     "read_context",
     "restore_context",
     "restore_text",
+    "restored",
+    "restored_answer",
 ]
 
 #: The most characters one page holds unless told (about 1,000 tokens).

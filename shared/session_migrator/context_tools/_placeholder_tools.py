@@ -8,6 +8,8 @@ with the same descriptions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from session_migrator._errors import SessionMigratorError
 from session_migrator.store._placeholders import (
     ANSWER_LIMIT,
@@ -23,8 +25,12 @@ __all__ = [
     "LIST_DESCRIPTION",
     "RESTORE_DESCRIPTION",
     "compress_text",
+    "compressed_answer",
+    "error_answer",
+    "listing_answer",
     "placeholders_text",
     "restore_text",
+    "restored_answer",
 ]
 
 #: What the model is told each tool does (kept short: they are sent with every request).
@@ -70,6 +76,11 @@ def compress_text(
         )
     except (SessionMigratorError, ValueError) as exc:
         return _capped(f"compress_context: {exc}")
+    return compressed_answer(p)
+
+
+def compressed_answer(p: Placeholder) -> str:
+    """What ``compress_context`` answers once placeholder ``p`` is put."""
     return _capped(
         f'compressed as {_line(p, ANSWER_LIMIT // 2)}\nrestore_context(id="{p.id}") brings '
         "them back"
@@ -83,6 +94,11 @@ def placeholders_text(store: SyncSessionStore, session_id: str) -> str:
         found = list_placeholders(store, session_id)
     except (SessionMigratorError, ValueError) as exc:
         return _capped(f"list_placeholders: {exc}")
+    return listing_answer(found)
+
+
+def listing_answer(found: Sequence[Placeholder]) -> str:
+    """What ``list_placeholders`` answers for the placeholders in force ``found``."""
     if not found:
         return "no placeholders in force"
     share = max(ANSWER_LIMIT // len(found) - 60, 40)
@@ -102,4 +118,14 @@ def restore_text(store: SyncSessionStore, session_id: str, placeholder_id: str) 
         p = restore_context(store, session_id, placeholder_id)
     except (SessionMigratorError, ValueError) as exc:
         return _capped(f"restore_context: {exc}")
+    return restored_answer(p)
+
+
+def restored_answer(p: Placeholder) -> str:
+    """What ``restore_context`` answers once placeholder ``p`` is restored."""
     return f"{p.id} restored: its {p.covered} message(s) are sent whole again when they fit"
+
+
+def error_answer(tool: str, exc: Exception) -> str:
+    """What a placeholder tool answers when the call cannot be done."""
+    return _capped(f"{tool}: {exc}")

@@ -46,8 +46,10 @@ __all__ = [
     "compress_context",
     "covered_ids",
     "list_placeholders",
+    "new_placeholder",
     "placeholders_in_force",
     "restore_context",
+    "restored",
 ]
 
 #: The session metadata key the placeholders are kept under.
@@ -240,64 +242,81 @@ def compress_context(
         raise SessionNotFoundError(session_id)
     with _Lease(store, session_id):
         messages = store.load(session_id)
-        ids = [m.id for m in messages]
-        first = _index(ids, first_id, "first_id") if first_id is not None else 0
-        last = _index(ids, last_id, "last_id") if last_id is not None else len(messages) - 1
-        if first > last:
-            raise PlaceholderError(
-                f"first_id {first_id!r} comes after last_id {last_id!r}; swap them"
-            )
-        if tool is None:
-            first, last = _widen(messages, first, last)
-        current = max((k for k, m in enumerate(messages) if m.role == "user"), default=None)
-        if current is not None and last >= current:
-            if tool is not None and last_id is None:
-                last = current - 1
-            else:
-                raise PlaceholderError(
-                    "the range reaches the current turn (the newest user message and what "
-                    "follows it), which stays; compress older messages"
-                )
-        if any(m.role == "system" for m in messages[first : last + 1]) and tool is None:
-            raise PlaceholderError(
-                "the range holds a system message, which is always sent; start it after"
-            )
         existing = _all(store.get_session(session_id).metadata)  # type: ignore[union-attr]
-        candidate = Placeholder("", ids[first], ids[last], "", "", 0, tool)
-        covered = [m for m in messages if m.id in set(covered_ids(messages, candidate))]
-        if not covered:
-            where = f"tool {tool!r} has no outputs" if tool else "nothing"
-            raise PlaceholderError(f"{where} in that range; check list_placeholders and the ids")
-        mine = {m.id for m in covered}
-        for p in existing:
-            if p.in_force and mine & set(covered_ids(messages, p)):
-                raise PlaceholderError(
-                    f"that range overlaps placeholder {p.id!r}, in force; restore it first "
-                    "(restore_context) or compress another range"
-                )
-        text = (summary or "").strip()
-        if not text:
-            text = (
-                ExtractiveSummarizer()
-                .summarize(
-                    covered, max_tokens=SUMMARY_TOKENS, counter=HeuristicCounter("o200k_base")
-                )
-                .strip()
-                or f"{len(covered)} message(s)"
-            )
-        if len(text) > ANSWER_LIMIT // 2:
-            text = text[: ANSWER_LIMIT // 2 - 5].rstrip() + " [...]"
-        placeholder = Placeholder(
-            id=f"p{len(existing) + 1}",
-            first_message_id=covered[0].id if tool else ids[first],
-            last_message_id=covered[-1].id if tool else ids[last],
-            summary=text,
-            created=datetime.now(UTC).isoformat(timespec="seconds"),
-            covered=len(covered),
-            tool=tool,
+        placeholder = new_placeholder(
+            messages, existing, first_id=first_id, last_id=last_id, summary=summary, tool=tool
         )
         _write(store, session_id, [*existing, placeholder])
     return placeholder
+
+
+def new_placeholder(
+    messages: Sequence[Message],
+    existing: Sequence[Placeholder],
+    *,
+    first_id: str | None = None,
+    last_id: str | None = None,
+    summary: str | None = None,
+    tool: str | None = None,
+) -> Placeholder:
+    """The placeholder :func:`compress_context` would add to ``existing`` over ``messages``
+    (no store: an agent that keeps its placeholders in its own state). Same rules, same
+    errors."""
+    if tool is None and (first_id is None or last_id is None):
+        raise PlaceholderError(
+            "pass first_id and last_id (the range to compress), or tool (a tool's outputs)"
+        )
+    ids = [m.id for m in messages]
+    first = _index(ids, first_id, "first_id") if first_id is not None else 0
+    last = _index(ids, last_id, "last_id") if last_id is not None else len(messages) - 1
+    if first > last:
+        raise PlaceholderError(f"first_id {first_id!r} comes after last_id {last_id!r}; swap them")
+    if tool is None:
+        first, last = _widen(messages, first, last)
+    current = max((k for k, m in enumerate(messages) if m.role == "user"), default=None)
+    if current is not None and last >= current:
+        if tool is not None and last_id is None:
+            last = current - 1
+        else:
+            raise PlaceholderError(
+                "the range reaches the current turn (the newest user message and what "
+                "follows it), which stays; compress older messages"
+            )
+    if any(m.role == "system" for m in messages[first : last + 1]) and tool is None:
+        raise PlaceholderError(
+            "the range holds a system message, which is always sent; start it after"
+        )
+    candidate = Placeholder("", ids[first], ids[last], "", "", 0, tool)
+    covered = [m for m in messages if m.id in set(covered_ids(messages, candidate))]
+    if not covered:
+        where = f"tool {tool!r} has no outputs" if tool else "nothing"
+        raise PlaceholderError(f"{where} in that range; check list_placeholders and the ids")
+    mine = {m.id for m in covered}
+    for p in existing:
+        if p.in_force and mine & set(covered_ids(messages, p)):
+            raise PlaceholderError(
+                f"that range overlaps placeholder {p.id!r}, in force; restore it first "
+                "(restore_context) or compress another range"
+            )
+    text = (summary or "").strip()
+    if not text:
+        text = (
+            ExtractiveSummarizer()
+            .summarize(covered, max_tokens=SUMMARY_TOKENS, counter=HeuristicCounter("o200k_base"))
+            .strip()
+            or f"{len(covered)} message(s)"
+        )
+    if len(text) > ANSWER_LIMIT // 2:
+        text = text[: ANSWER_LIMIT // 2 - 5].rstrip() + " [...]"
+    return Placeholder(
+        id=f"p{len(existing) + 1}",
+        first_message_id=covered[0].id if tool else ids[first],
+        last_message_id=covered[-1].id if tool else ids[last],
+        summary=text,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        covered=len(covered),
+        tool=tool,
+    )
 
 
 def restore_context(store: SyncSessionStore, session_id: str, placeholder_id: str) -> Placeholder:
@@ -308,16 +327,26 @@ def restore_context(store: SyncSessionStore, session_id: str, placeholder_id: st
         raise SessionNotFoundError(session_id)
     with _Lease(store, session_id):
         existing = _all(store.get_session(session_id).metadata)  # type: ignore[union-attr]
-        found = next((p for p in existing if p.id == placeholder_id and p.in_force), None)
-        if found is None:
-            live = [p.id for p in existing if p.in_force]
-            shown = ", ".join(live) if live else "none"
-            raise PlaceholderNotFoundError(
-                f"no placeholder {placeholder_id!r} in force in this session (in force: "
-                f"{shown}); call list_placeholders for their ids"
-            )
-        done = Placeholder(
-            **{**found.as_dict(), "restored": datetime.now(UTC).isoformat(timespec="seconds")}
-        )
-        _write(store, session_id, [done if p is found else p for p in existing])
+        rows, done = restored(existing, placeholder_id)
+        _write(store, session_id, rows)
     return done
+
+
+def restored(
+    existing: Sequence[Placeholder], placeholder_id: str
+) -> tuple[list[Placeholder], Placeholder]:
+    """``existing`` with placeholder ``placeholder_id`` restored, and it (no store: an agent's
+    own state). One not in force raises :class:`PlaceholderNotFoundError` naming those that
+    are."""
+    found = next((p for p in existing if p.id == placeholder_id and p.in_force), None)
+    if found is None:
+        live = [p.id for p in existing if p.in_force]
+        shown = ", ".join(live) if live else "none"
+        raise PlaceholderNotFoundError(
+            f"no placeholder {placeholder_id!r} in force (in force: {shown}); call "
+            "list_placeholders for their ids"
+        )
+    done = Placeholder(
+        **{**found.as_dict(), "restored": datetime.now(UTC).isoformat(timespec="seconds")}
+    )
+    return [done if p is found else p for p in existing], done
