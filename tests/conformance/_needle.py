@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from tests.conformance._http import Calls, Recorded, Reply, Text
 from tests.conformance._openai_api import OpenAIEmulator
@@ -116,3 +119,13 @@ class NeedleEmulator(OpenAIEmulator):
     def sent(self) -> list[str]:
         """The JSON of each request the model received (for what reached it)."""
         return [json.dumps(r.body) for r in self.requests]
+
+
+@pytest.fixture
+def needle_api() -> Iterator[NeedleEmulator]:
+    """The needle emulator, started for a test (import it into a test module to use it)."""
+    emulator = NeedleEmulator().start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()

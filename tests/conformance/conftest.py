@@ -19,6 +19,7 @@ import pytest
 from session_migrator import RequestFit, RequestFitter
 from tests.conformance._anthropic_api import AnthropicEmulator
 from tests.conformance._http import Emulator
+from tests.conformance._needle import needle_api  # noqa: F401  (a fixture, shared)
 from tests.conformance._ollama_api import OllamaEmulator
 from tests.conformance._openai_api import OpenAIEmulator
 from tests.conformance._threads import thread

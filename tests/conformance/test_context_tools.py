@@ -10,7 +10,6 @@ the model.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,15 +29,6 @@ from tests.conformance._needle import (
     status,
 )
 from tests.conformance.conftest import assert_conforms
-
-
-@pytest.fixture
-def needle_api() -> Iterator[NeedleEmulator]:
-    emulator = NeedleEmulator().start()
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
 
 
 @tool

@@ -11,7 +11,6 @@ own (a sub-graph) is driven the same way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,24 +31,15 @@ TRANSCRIPT_MARK = "ledger rows for INV-7: 2 charges on 2026-11-30"
 ANSWER = "INV-7 was charged twice by the retry job; refund one charge."
 
 
-@pytest.fixture
-def api() -> Iterator[OpenAIEmulator]:
-    emulator = OpenAIEmulator().start()
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
-
-
 @tool
 def ledger(invoice: str) -> str:
     """The ledger rows of an invoice."""
     return f"{TRANSCRIPT_MARK} " + "row " * 300
 
 
-def _agents(api: OpenAIEmulator) -> Any:
+def _agents(openai_api: OpenAIEmulator) -> Any:
     child = create_agent(
-        ChatOpenAI(model=CHILD_MODEL, base_url=api.base_url, api_key="test"),  # type: ignore[arg-type]
+        ChatOpenAI(model=CHILD_MODEL, base_url=openai_api.base_url, api_key="test"),  # type: ignore[arg-type]
         [ledger],
         middleware=[FitToModelMiddleware()],
     )
@@ -60,15 +50,15 @@ def _agents(api: OpenAIEmulator) -> Any:
         model=CHILD_MODEL,
     )
     parent = create_agent(
-        ChatOpenAI(model="gpt-4", base_url=api.base_url, api_key="test"),  # type: ignore[arg-type]
+        ChatOpenAI(model="gpt-4", base_url=openai_api.base_url, api_key="test"),  # type: ignore[arg-type]
         [research],
         middleware=[FitToModelMiddleware()],
     )
     return parent
 
 
-def _script(api: OpenAIEmulator) -> None:
-    api.script(
+def _script(openai_api: OpenAIEmulator) -> None:
+    openai_api.script(
         Calls.one("research", task="Find why INV-7 was billed twice."),  # the parent
         Calls.one("ledger", invoice="INV-7"),  # the sub-agent
         Text(ANSWER),  # the sub-agent
@@ -78,17 +68,17 @@ def _script(api: OpenAIEmulator) -> None:
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
 def test_a_subagent_gets_the_parents_summary_and_returns_a_short_result(
-    api: OpenAIEmulator, mode: str
+    openai_api: OpenAIEmulator, mode: str
 ) -> None:
-    parent = _agents(api)
-    _script(api)
+    parent = _agents(openai_api)
+    _script(openai_api)
     value = {"messages": lc_messages(thread(120, 600))[1:]}
     state = asyncio.run(parent.ainvoke(value)) if mode == "ainvoke" else parent.invoke(value)
     assert state["messages"][-1].content == "Refunding one charge of INV-7."
-    assert not api.refusals, api.report()
-    assert len(api.requests) == 4
+    assert not openai_api.refusals, openai_api.report()
+    assert len(openai_api.requests) == 4
     # the sub-agent's first request: the note of the parent's work, then the task
-    child_first = api.requests[1]
+    child_first = openai_api.requests[1]
     assert child_first.body["model"] == CHILD_MODEL
     text = str(child_first.body["messages"][-1]["content"])
     assert text.startswith("[session-migrator: you are a sub-agent; what it has done so far]")
@@ -102,22 +92,22 @@ def test_a_subagent_gets_the_parents_summary_and_returns_a_short_result(
     assert ANSWER in str(result.content)
     assert "[sub-agent: 4 messages, 1 tool call(s)" in str(result.content)
     assert TRANSCRIPT_MARK not in str(result.content)
-    assert TRANSCRIPT_MARK not in str(api.requests[3].body)
+    assert TRANSCRIPT_MARK not in str(openai_api.requests[3].body)
 
 
-def test_a_langgraph_subgraph_node_gets_the_parents_summary(api: OpenAIEmulator) -> None:
+def test_a_langgraph_subgraph_node_gets_the_parents_summary(openai_api: OpenAIEmulator) -> None:
     """A ``StateGraph`` whose node calls the parent agent graph (a sub-graph) that hands the task
     on: the state flows through, and the sub-agent still sees the parent's note."""
     from langgraph.graph import START, MessagesState, StateGraph
 
-    parent = _agents(api)
+    parent = _agents(openai_api)
     graph = StateGraph(MessagesState)
     graph.add_node("team", parent)
     graph.add_edge(START, "team")
     app = graph.compile()
-    _script(api)
+    _script(openai_api)
     state = app.invoke({"messages": [HumanMessage("Why was INV-7 billed twice? Fix it.")]})
     assert state["messages"][-1].content == "Refunding one charge of INV-7."
-    child_first = str(api.requests[1].body["messages"][-1]["content"])
+    child_first = str(openai_api.requests[1].body["messages"][-1]["content"])
     assert "Why was INV-7 billed twice?" in child_first  # (the parent's note)
-    assert not api.refusals, api.report()
+    assert not openai_api.refusals, openai_api.report()

@@ -10,7 +10,6 @@ and a line on its work, not its transcript.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
@@ -33,33 +32,24 @@ TRANSCRIPT_MARK = "ledger rows for INV-7: 2 charges on 2026-11-30"
 ANSWER = "INV-7 was charged twice by the retry job; refund one charge."
 
 
-@pytest.fixture
-def api() -> Iterator[OpenAIEmulator]:
-    emulator = OpenAIEmulator().start()
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
-
-
 def ledger(invoice: str) -> str:
     """The ledger rows of an invoice."""
     return f"{TRANSCRIPT_MARK} " + "row " * 300
 
 
 def test_a_subagent_gets_the_parents_summary_and_returns_a_short_result(
-    api: OpenAIEmulator,
+    openai_api: OpenAIEmulator,
 ) -> None:
     child = FunctionAgent(
         tools=[ledger],
-        llm=FitToModelLLM(OpenAI(model=CHILD_MODEL, api_base=api.base_url, api_key="test")),
+        llm=FitToModelLLM(OpenAI(model=CHILD_MODEL, api_base=openai_api.base_url, api_key="test")),
     )
-    parent_llm = FitToModelLLM(OpenAI(model="gpt-4", api_base=api.base_url, api_key="test"))
+    parent_llm = FitToModelLLM(OpenAI(model="gpt-4", api_base=openai_api.base_url, api_key="test"))
     research = subagent_tool(
         child, name="research", description="Hand a research task to the billing sub-agent."
     )
     parent = FunctionAgent(tools=[research], llm=parent_llm)
-    api.script(
+    openai_api.script(
         Calls.one("research", task="Find why INV-7 was billed twice."),  # the parent
         Calls.one("ledger", invoice="INV-7"),  # the sub-agent
         Text(ANSWER),  # the sub-agent
@@ -72,9 +62,9 @@ def test_a_subagent_gets_the_parents_summary_and_returns_a_short_result(
 
     answer = asyncio.run(main())
     assert "Refunding one charge of INV-7." in answer
-    assert not api.refusals, api.report()
-    assert len(api.requests) == 4
-    child_first = api.requests[1]
+    assert not openai_api.refusals, openai_api.report()
+    assert len(openai_api.requests) == 4
+    child_first = openai_api.requests[1]
     assert child_first.body["model"] == CHILD_MODEL
     text = str(child_first.body["messages"][-1]["content"])
     assert text.startswith("[session-migrator: you are a sub-agent; what it has done so far]")
@@ -84,7 +74,7 @@ def test_a_subagent_gets_the_parents_summary_and_returns_a_short_result(
     assert TiktokenCounter("cl100k_base").count_text(note) <= 0.15 * window.context_window
     assert "[turn " in note  # (made of the parent's thread)
     # the parent's last request carries the short result, not the sub-agent's transcript
-    last = str(api.requests[3].body["messages"])
+    last = str(openai_api.requests[3].body["messages"])
     assert ANSWER in last
     assert "[sub-agent: 4 messages, 1 tool call(s)" in last
     assert TRANSCRIPT_MARK not in last

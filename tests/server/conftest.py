@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.conformance._needle import needle_api  # noqa: F401  (a fixture, shared)
+
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -47,15 +46,6 @@ LOCAL_TOOLS = [
         },
     },
 ]
-
-
-@pytest.fixture
-def needle_api() -> Iterator[NeedleEmulator]:
-    emulator = NeedleEmulator().start()
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
 
 
 def _sendable(message: dict[str, Any]) -> dict[str, Any]:

@@ -168,3 +168,37 @@ def test_placeholders_hold_when_the_store_is_opened_again(
     assert any('restore_context(id="p1")' in m.text for m in _sent(again))
     restore_context(again, "s", "p1")
     assert list_placeholders(reopen(again), "s") == []
+
+
+def test_a_tools_newer_outputs_are_compressed_beside_the_older_ones(
+    store: BaseSessionStore,
+) -> None:
+    """Compressing a tool's outputs again takes those not compressed yet (an agent that frees
+    room turn after turn); once all are, it says so."""
+    from session_migrator import Message, ToolCall
+
+    store.append("t", [Message("system", "You check services.", id="sys")])
+
+    def check(k: int) -> None:
+        store.append(
+            "t",
+            [
+                Message("user", f"Check service {k}.", id=f"u{k}"),
+                Message(
+                    "assistant", "", tool_calls=(ToolCall(f"c{k}", "status", "{}"),), id=f"a{k}"
+                ),
+                Message("tool", f"service {k}: healthy " * 40, tool_call_id=f"c{k}", id=f"t{k}"),
+                Message("assistant", f"Service {k} is fine.", id=f"r{k}"),
+            ],
+        )
+
+    check(0)
+    check(1)
+    check(2)
+    first = compress_context(store, "t", tool="status", summary="services 0-1 healthy")
+    assert (first.first_message_id, first.last_message_id) == ("t0", "t1")
+    check(3)
+    second = compress_context(store, "t", tool="status", summary="service 2 healthy")
+    assert (second.id, second.first_message_id, second.last_message_id) == ("p2", "t2", "t2")
+    with pytest.raises(PlaceholderError, match="compressed already"):
+        compress_context(store, "t", tool="status")

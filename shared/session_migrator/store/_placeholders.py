@@ -291,9 +291,19 @@ def new_placeholder(
     if not covered:
         where = f"tool {tool!r} has no outputs" if tool else "nothing"
         raise PlaceholderError(f"{where} in that range; check list_placeholders and the ids")
-    mine = {m.id for m in covered}
+    held = {i for p in existing if p.in_force for i in covered_ids(messages, p)}
+    if tool is not None:  # (a tool's outputs not compressed yet: the newer ones, say)
+        covered = [m for m in covered if m.id not in held]
+        if not covered:
+            raise PlaceholderError(
+                f"every output of tool {tool!r} there is compressed already (list_placeholders "
+                "shows them); restore one to compress it again"
+            )
+    if tool is not None:  # (its span holds no output another placeholder stands for)
+        span = Placeholder("", covered[0].id, covered[-1].id, "", "", 0, tool)
+        covered = [m for m in messages if m.id in set(covered_ids(messages, span))]
     for p in existing:
-        if p.in_force and mine & set(covered_ids(messages, p)):
+        if p.in_force and {m.id for m in covered} & set(covered_ids(messages, p)):
             raise PlaceholderError(
                 f"that range overlaps placeholder {p.id!r}, in force; restore it first "
                 "(restore_context) or compress another range"
