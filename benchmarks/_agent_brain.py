@@ -25,6 +25,12 @@ SYSTEM_PROMPT = "You are a research agent. Look up what each question needs, the
 _QUESTION = re.compile(r"QUESTION (\d+):")
 
 
+def question_of(text: str) -> int | None:
+    """The number of the question ``text`` asks (``None``: none)."""
+    found = _QUESTION.findall(text)
+    return int(found[-1]) if found else None
+
+
 def keys(turn: int) -> list[str]:
     """The lookups the question of ``turn`` needs, in the order the model calls them."""
     return [f"t{turn}-r{r}-{j}" for r in range(ROUNDS) for j in range(PER_ROUND)]

@@ -17,7 +17,15 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
-from benchmarks._agent_brain import SYSTEM_PROMPT, TURNS, Tally, decide, lookup_result, question
+from benchmarks._agent_brain import (
+    SYSTEM_PROMPT,
+    TURNS,
+    Tally,
+    decide,
+    lookup_result,
+    question,
+    question_of,
+)
 from langchain_session_migrator import FitToModel, FitToModelMiddleware, messages_to_core
 from session_migrator import BudgetError, TiktokenCounter
 
@@ -30,6 +38,9 @@ class AgentChatModel(BaseChatModel):
 
     model_name: str = "agent-bench"
     tally: Tally = Field(default_factory=Tally)
+    #: at the start of each turn, compress the outputs of earlier turns' lookups (when it has
+    #: the ``compress_context`` tool and sees any): an agent freeing room for its new work
+    compresses: bool = False
     _ids: Any = itertools.count()
 
     @property
@@ -45,6 +56,24 @@ class AgentChatModel(BaseChatModel):
     ) -> ChatResult:
         core = messages_to_core(messages)
         self.tally.request(COUNTER.count_messages(core))
+        if self.compresses and _compresses_now(core, kwargs.get("tools") or []):
+            call = {"tool": "lookup", "summary": "earlier questions' figures: all settled"}
+            return ChatResult(
+                generations=[
+                    ChatGeneration(
+                        message=AIMessage(
+                            "",
+                            tool_calls=[
+                                {
+                                    "name": "compress_context",
+                                    "args": call,
+                                    "id": f"call-compress-{next(self._ids)}",
+                                }
+                            ],
+                        )
+                    )
+                ]
+            )
         decision = decide((m.role, m.text) for m in core)
         if decision.calls:
             message = AIMessage(
@@ -61,6 +90,20 @@ class AgentChatModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, Any]:
         kwargs.pop("tool_choice", None)
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+
+def _compresses_now(core: list[Any], tools: list[Any]) -> bool:
+    """At a turn's start, with the tool, and an earlier turn's lookup output in sight."""
+    names = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
+    if "compress_context" not in names or not core or core[-1].role != "user":
+        return False
+    asked = question_of(core[-1].text)
+    return asked is not None and any(
+        m.role == "tool"
+        and m.text.startswith("RESULT t")
+        and not m.text.startswith(f"RESULT t{asked}-")
+        for m in core
+    )
 
 
 @tool
@@ -93,21 +136,28 @@ def _turns(invoke: Any, model: AgentChatModel) -> Tally:
     return tally
 
 
-def create_agent_run(name: str, guarded: bool, mode: str = "invoke", blocks: bool = False) -> Tally:
+def create_agent_run(
+    name: str,
+    guarded: bool,
+    mode: str = "invoke",
+    blocks: bool = False,
+    compresses: bool = False,
+) -> Tally:
     """8 turns of ``create_agent`` on one thread, each run with ``mode``: ``invoke``,
     ``ainvoke`` or ``astream`` (the graph's values, streamed); ``blocks``: the tool returns
-    content blocks, as MCP tools do."""
+    content blocks, as MCP tools do; ``compresses``: the middleware's placeholder tools, and a
+    model that compresses its earlier lookups' outputs at each turn's start."""
     import asyncio
 
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
 
-    model = AgentChatModel(model_name=name)
+    model = AgentChatModel(model_name=name, compresses=compresses)
     agent = create_agent(
         model,
         [lookup_blocks if blocks else lookup],
         system_prompt=SYSTEM_PROMPT,
-        middleware=[FitToModelMiddleware()] if guarded else [],
+        middleware=[FitToModelMiddleware(placeholder_tools=compresses)] if guarded else [],
         checkpointer=InMemorySaver(),
     )
     config = {"configurable": {"thread_id": "agent"}, "recursion_limit": RECURSION_LIMIT}

@@ -48,6 +48,9 @@ def surfaces() -> dict[str, Callable[[str, int, bool], Tally]]:
         "LangChain create_agent, results in content blocks (MCP tools)": lambda n, w, g: (
             create_agent_run(n, g, blocks=True)
         ),
+        "LangChain create_agent + FitToModelMiddleware, compressing its own old work": (
+            lambda n, w, g: create_agent_run(n, g, compresses=True)
+        ),
         "LangGraph ToolNode loop + FitToModel": lambda n, w, g: tool_node_run(n, g),
         **SURFACES,
     }

@@ -79,3 +79,27 @@ def test_below_the_turn_it_is_refused_not_looping(setup: str) -> None:
     assert tally.failed == []  # no recursion or iteration limit reached
     assert len(tally.errors) == TURNS
     assert all("current turn" in e or "max_tokens" in e for e in tally.errors), tally.errors[:1]
+
+
+@pytest.mark.parametrize("window", [4096, 3072])
+@pytest.mark.parametrize(
+    "setup", ["create_agent invoke", "ToolNode loop", "FunctionAgent streamed"]
+)
+def test_larger_windows_finish_too(setup: str, window: int) -> None:
+    """A window where the recall index outlives several fits (a crash there once failed 6 of 8
+    create_agent turns at 4,096)."""
+    run, calls = SETUPS[setup]
+    tally = run(_model(window), window)
+    assert (tally.failed, tally.errors) == ([], [])
+    assert tally.calls_per_turn == [calls] * TURNS
+
+
+def test_an_agent_that_compresses_its_old_work_finishes_its_turns() -> None:
+    """``placeholder_tools=True`` and a model that compresses its earlier lookups' outputs when
+    it sees them at a turn's start: it does, and every turn finishes (what it saves is measured
+    in ``benchmarks.agent_progress``)."""
+    window = 4096
+    plain = create_agent_run(_model(window), True)
+    compressing = create_agent_run(_model(window), True, compresses=True)
+    assert (compressing.failed, compressing.errors) == ([], [])
+    assert sum(compressing.calls_per_turn) > sum(plain.calls_per_turn)  # (the compress calls)

@@ -50,9 +50,11 @@ def recall_turns(
     if room <= 0 or not query.strip():
         return [], [], 0
     cache = layout.cache if incremental else None
+    held = cache.get("recall") if cache is not None else None
     # what the index reads a newly cut turn from: this call's messages (a kept index outlives
-    # the list it was made with; a guard's list is new at every call)
-    source: list[Sequence[Message]] = cache.setdefault("recall_source", [()]) if cache else [()]
+    # the list it was made with; a guard's list is new at every call). The list goes with the
+    # index it feeds, wherever the index is kept (a cache handed on keeps them together)
+    source: list[Sequence[Message]] = held.source if isinstance(held, _CutTurns) else [()]
     source[0] = messages if searched is None else searched
 
     def document(turn: list[Unit]) -> str:
@@ -66,10 +68,10 @@ def recall_turns(
         when = said[turn[0].indices[0]].timestamp
         return text if when is None else f"{text}\n{day_token(when)}"
 
-    held = cache.get("recall") if cache is not None else None
     if not isinstance(held, _CutTurns) or held.cut != cut or not held.costs_hold(messages):
         previous = held.index if isinstance(held, _CutTurns) else None
         held = _CutTurns(layout, cut)
+        held.source = source
         if cache is not None:
             # the costs it keeps are of these messages: a later fit's may differ at the same
             # positions (an old tool output shrunk once newer ones came), and then they are
@@ -259,6 +261,8 @@ class _CutTurns:
         self._offsets: _Ints = np.zeros(1, dtype=np.int64)
         # (kept between fits) the messages the costs above are of, at the turns' positions
         self.sent: tuple[Message, ...] | None = None
+        # (kept between fits) the list whose one item is the messages the index reads turns from
+        self.source: list[Sequence[Message]] = [()]
         # (with an embedding model) its table, the rows of the turns' messages in it, and
         # each turn's count of them
         self._dense: tuple[object, _Ints, _Ints] | None = None
