@@ -31,6 +31,7 @@ from session_migrator import (
     Message,
     MigrationReport,
     ModelWindow,
+    RecallScope,
     SessionFitter,
     Summarizer,
     uses_query,
@@ -92,7 +93,10 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
     one) writes the summaries of the cut part in the background, so that no read waits for the
     summarizer (docs/cost.md). ``gap_note``: a note of the gap before the newest user message
     when it is 30 minutes or more ("The user returns after 9 days ..."; ``False``: none, a
-    ``timedelta``: the threshold; see :func:`~session_migrator.migrate`).
+    ``timedelta``: the threshold; see :func:`~session_migrator.migrate`). ``recall_scope``
+    (``"user"``, by the ``user_id`` in ``metadata``; or ``"workspace"``) recalls from the user's
+    other sessions too, and ``user_facts=True`` sends the facts the user stated in earlier
+    sessions (see :class:`~session_migrator.SessionFitter`).
 
     ``BaseChatMessageHistory`` is deprecated in langchain-core 1.x (removal in 2.0), with
     LangGraph persistence as its successor
@@ -130,6 +134,8 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
         embeddings: Any = None,
         compactor: Compactor | bool | None = None,
         gap_note: bool | timedelta = True,
+        recall_scope: RecallScope = "session",
+        user_facts: bool = False,
     ) -> None:
         super().__init__()
         check_store(store)
@@ -145,6 +151,8 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
             embeddings=embeddings,
             compactor=compactor,
             gap_note=gap_note,
+            recall_scope=recall_scope,
+            user_facts=user_facts,
         )
         self._setup(session_id, _SessionState(fitter), watcher, reserve_tokens, None)
         self._owns_store = store is None or isinstance(store, str)

@@ -74,6 +74,20 @@ __all__ = ["FittedMemory"]
 _FORMAT = "session-migrator/fitted-memory-reference/1"
 
 
+def _refuse_across_sessions(data: dict[str, Any]) -> None:
+    """``recall_scope``, ``user_facts`` and ``metadata`` need a session store's fitter."""
+    scope = data.pop("recall_scope", "session")
+    facts = data.pop("user_facts", False)
+    metadata = data.pop("metadata", None)
+    if scope != "session" or facts or metadata:
+        raise ValueError(
+            "FittedMemory fits through LlamaIndex's Memory, one session at a time: recall across "
+            "sessions (recall_scope), the user's facts (user_facts) and session metadata need "
+            "SessionMigratorMemory.from_defaults(..., metadata={'user_id': ...}, "
+            "recall_scope='user', user_facts=True)"
+        )
+
+
 class FittedMemory(Memory):
     """A drop-in ``Memory`` whose ``get`` fits the model (see the module docstring). Takes
     ``Memory``'s arguments (a ``sql_store`` given is used as is) and, besides, ``store``,
@@ -123,6 +137,7 @@ class FittedMemory(Memory):
             embeddings=data.pop("embeddings", None),
             gap_note=data.pop("gap_note", True),
         )
+        _refuse_across_sessions(data)
         if model is None:
             check_llm(llm)
         data["sql_store"], owns = chat_store_for(

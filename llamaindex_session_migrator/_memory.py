@@ -161,6 +161,9 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
             slack=slack,
             embeddings=data.pop("embeddings", None),
             gap_note=data.pop("gap_note", True),
+            recall_scope=data.pop("recall_scope", "session"),
+            user_facts=data.pop("user_facts", False),
+            metadata=data.pop("metadata", None),
         )
         if model is None:
             check_llm(llm)

@@ -56,13 +56,16 @@ FIT_OPTIONS = (
     "embeddings",
     "gap_note",
     "llm",
+    "metadata",
     "model",
+    "recall_scope",
     "reserve_input",
     "reserve_output",
     "slack",
     "store",
     "strategy",
     "summarizer",
+    "user_facts",
     "workspace",
 )
 
@@ -114,6 +117,13 @@ class FitOptions:
     #: the note of the gap before the newest user message (``False``: none; a ``timedelta``:
     #: the threshold; see ``session_migrator.migrate``)
     gap_note: bool | timedelta = True
+    #: recall from the other sessions of the user (``"user"``, by the ``user_id`` of the
+    #: session's ``metadata``) or of the workspace too (see ``SessionFitter``)
+    recall_scope: str = "session"
+    #: send the facts the user stated in earlier sessions (see ``SessionFitter``)
+    user_facts: bool = False
+    #: the session's metadata (``{"user_id": ...}`` for the user scope and the user's facts)
+    metadata: dict[str, Any] | None = None
 
     @classmethod
     def checked(
@@ -127,6 +137,9 @@ class FitOptions:
         slack: float = DEFAULT_SLACK,
         embeddings: Any = None,
         gap_note: Any = True,
+        recall_scope: Any = "session",
+        user_facts: Any = False,
+        metadata: Any = None,
     ) -> FitOptions:
         """The options, or a ``ValueError``/``TypeError`` saying which one is wrong."""
         check_strategy(strategy)
@@ -135,6 +148,14 @@ class FitOptions:
                 "gap_note must be True, False or a timedelta (the threshold), got "
                 f"{type(gap_note).__name__}"
             )
+        if recall_scope not in ("session", "user", "workspace"):
+            raise ValueError(
+                f"recall_scope must be 'session', 'user' or 'workspace', got {recall_scope!r}"
+            )
+        if not isinstance(user_facts, bool):
+            raise TypeError(f"user_facts must be True or False, got {type(user_facts).__name__}")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
         given_input: Any = reserve_input  # (checked as the caller may pass anything)
         given_output: Any = reserve_output
         if given_input is not None and (
@@ -164,6 +185,9 @@ class FitOptions:
             slack=check_slack(slack),
             embeddings=embeddings_for(embeddings),
             gap_note=gap_note,
+            recall_scope=recall_scope,
+            user_facts=user_facts,
+            metadata=metadata,
         )
 
     def fitter_settings(self) -> dict[str, Any]:
@@ -176,6 +200,9 @@ class FitOptions:
             "slack": self.slack,
             "embeddings": self.embeddings,
             "gap_note": self.gap_note,
+            "recall_scope": self.recall_scope,
+            "user_facts": self.user_facts,
+            "metadata": self.metadata,
         }
 
     def input_reserve(self, window: ModelWindow) -> int:
