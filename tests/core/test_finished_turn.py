@@ -39,5 +39,19 @@ def test_a_finished_turn_is_history() -> None:
 
 
 def test_a_turn_in_progress_keeps_its_steps_or_is_refused() -> None:
-    with pytest.raises(BudgetError, match="current turn's 62 tool step"):
-        migrate(_session(finished=False), "gpt-4")
+    """A turn in progress keeps every step (the model would repeat what it cannot see): at their
+    smallest (their results' heads, markers without the id to read them back by) the 62 steps
+    fit gpt-4; twice as many do not, and are refused."""
+    result = migrate(_session(finished=False), "gpt-4")
+    sent = result.messages
+    assert counter_for("cl100k_base").count_messages(sent) <= result.report.budget
+    ids = {m.id for m in sent}
+    assert {f"x{k}" for k in range(62)} | {f"r{k}" for k in range(62)} <= ids
+    assert all(m.text.startswith("file_") for m in sent if m.role == "tool")  # (their heads)
+    longer = _session(finished=False)
+    for k in range(62, 124):
+        call = ToolCall(f"c{k}", "shell", json.dumps({"cmd": f"ls -la src/{k}"}))
+        longer.append(Message("assistant", "", tool_calls=(call,), id=f"x{k}"))
+        longer.append(Message("tool", f"file_{k}.py\n" * 300, tool_call_id=f"c{k}", id=f"r{k}"))
+    with pytest.raises(BudgetError, match="current turn's 124 tool step"):
+        migrate(longer, "gpt-4")

@@ -52,19 +52,23 @@ TOOL_OUTPUT_CHARS = (1_600, 400, 100)
 _WORTH = 2
 
 
-def tool_marker(lines: int, chars: int, message_id: str) -> str:
+def tool_marker(lines: int, chars: int, message_id: str | None) -> str:
     """The line that stands where part of a tool output was cut; it names the message id to
-    read the full output back by (``read_context(id=...)``)."""
+    read the full output back by (``read_context(id=...)``; ``None``: the bare line, where the
+    room is too small for it)."""
+    if message_id is None:
+        return f"\n[... {lines:,} lines ({chars:,} characters) cut by session-migrator ...]\n"
     return (
         f"\n[... {lines:,} lines ({chars:,} characters) of this tool output cut by "
         f'session-migrator; read it back with read_context(id="{message_id}") ...]\n'
     )
 
 
-def shrunk_output(message: Message, keep: int) -> Message | None:
+def shrunk_output(message: Message, keep: int, read_back: bool = True) -> Message | None:
     """``message`` (a tool output, or a step's result) cut to its head and tail of about
     ``keep`` characters, and the lines that mark its sections between (see
-    :mod:`session_migrator.fitting._sections`), or ``None`` when it is short."""
+    :mod:`session_migrator.fitting._sections`), or ``None`` when it is short. ``read_back``:
+    the markers name the id to read it back by."""
     content = text_of(message)
     if content is None or len(content) < _WORTH * keep:
         return None
@@ -72,7 +76,7 @@ def shrunk_output(message: Message, keep: int) -> Message | None:
 
     def marker(gap: str) -> str:
         cut.append(gap)
-        return tool_marker(_lines(gap), len(gap), message.id)
+        return tool_marker(_lines(gap), len(gap), message.id if read_back else None)
 
     spans = kept_spans(content, keep)
     text = cut_around(content, spans, marker)

@@ -67,6 +67,12 @@ def truncate_text(
         return text
     marker = _marker(total, read_back)
     marker_cost = counter.count_text(marker)
+    if read_back is not None and target - marker_cost < marker_cost:
+        # a room where the line naming the id would take more than the text it keeps: the
+        # bare line (the text comes first)
+        read_back = None
+        marker = _marker(total)
+        marker_cost = counter.count_text(marker)
     keep = target - marker_cost
     if keep <= 0:
         short = "[...]"

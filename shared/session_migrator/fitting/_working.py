@@ -92,10 +92,13 @@ def shrink_current_turn(
     turn: int,
     available: int,
     counter: TokenCounter,
+    in_progress: bool = True,
 ) -> tuple[list[Message], Layout, dict[int, Message]] | None:
     """The conversation with the current turn (from unit ``turn``) shrunk as little as makes it
     fit in ``available`` tokens, its layout, and the originals of the shrunk messages by
-    position; ``None`` when the turn fits as it is or has nothing to shrink.
+    position; ``None`` when the turn fits as it is or has nothing to shrink. A turn
+    ``in_progress`` (not ended by the assistant's answer) goes down to markers without the id
+    to read an output back by, for its steps to fit a small window.
 
     Where nothing makes it fit, the smallest form is returned (the caller's check then says so).
     """
@@ -103,11 +106,15 @@ def shrink_current_turn(
         return None
     older = _older_outputs(messages, layout, turn)
     smallest: tuple[list[Message], Layout, dict[int, Message]] | None = None
-    for keep in TOOL_OUTPUT_CHARS:  # the largest size that fits
+    # the largest size that fits; at the smallest, the markers leave out the id to read the
+    # output back by where even that is too much (the turn's steps come first)
+    sizes = [(keep, True) for keep in TOOL_OUTPUT_CHARS]
+    sizes += [(TOOL_OUTPUT_CHARS[-1], False)] if in_progress else []
+    for keep, read_back in sizes:
         out = list(messages)
         originals: dict[int, Message] = {}
         for i in older:
-            cut = shrunk_output(messages[i], keep)
+            cut = shrunk_output(messages[i], keep, read_back)
             if cut is not None:
                 out[i], originals[i] = cut, messages[i]
         if not originals:

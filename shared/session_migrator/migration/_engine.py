@@ -107,7 +107,9 @@ class _Engine:
             tiered = shrink_tool_outputs(messages, layout, available, counter, start)
             if tiered is not None:
                 messages, layout, shrunk_at = tiered
-            working = shrink_current_turn(messages, layout, turn, available, counter)
+            working = shrink_current_turn(
+                messages, layout, turn, available, counter, in_progress=not finished
+            )
             if working is not None:
                 messages, layout, in_turn = working
                 shrunk_at.update(in_turn)
