@@ -154,7 +154,7 @@ def _fit_oversized_turn(
     # turn's work at the least its call whole and the head of its result: still readable)
     work = work_units(messages, tail)
     floors = [
-        [_floor(source[i], counter, step) for i in u.indices]
+        [_floor(source[i], counter, step, bare=not finished) for i in u.indices]
         for u, step in zip(tail, work, strict=True)
     ]
     least = [sum(f) for f in floors]
@@ -198,7 +198,7 @@ def _fit_oversized_turn(
                 least[k] if work[k] else max(least[k], 0 if kept_at else MIN_TRUNCATED_TOKENS * 4)
             )
             cut = (
-                _cut_unit(source, tail[k], left, counter, floors[k], work[k])
+                _cut_unit(source, tail[k], left, counter, floors[k], work[k], not finished)
                 if left >= floor
                 else None
             )
@@ -227,10 +227,11 @@ def _fit_oversized_turn(
 VISIBLE_CHARS = 120
 
 
-def least_form(message: Message, counter: TokenCounter, step: bool) -> Message:
+def least_form(message: Message, counter: TokenCounter, step: bool, bare: bool = False) -> Message:
     """``message`` at the least its unit may cut it to: a step's call with its long arguments
     shortened and the head of its result (:data:`VISIBLE_CHARS`), so the model still reads what
-    was asked and what came back; any other message its shell."""
+    was asked and what came back; any other message its shell. ``bare``: its markers need not
+    name the id to read it back by (a turn in progress: its steps come first)."""
     if not step:
         return _at_most(message, smallest_cost(message, counter), counter)
     if message.tool_calls:
@@ -242,12 +243,14 @@ def least_form(message: Message, counter: TokenCounter, step: bool) -> Message:
     spans = kept_spans(text, VISIBLE_CHARS)
     head = message.replace(content="".join(text[a:b] for a, b in spans))
     cuts = len(spans) - 1
-    marker = max(MIN_TRUNCATED_TOKENS, marker_tokens(counter, read_back_id(message)))
+    marker = max(
+        MIN_TRUNCATED_TOKENS, marker_tokens(counter, None if bare else read_back_id(message))
+    )
     return _at_most(message, counter.count_message(head) + marker * cuts, counter)
 
 
-def _floor(message: Message, counter: TokenCounter, step: bool) -> int:
-    return counter.count_message(least_form(message, counter, step))
+def _floor(message: Message, counter: TokenCounter, step: bool, bare: bool = False) -> int:
+    return counter.count_message(least_form(message, counter, step, bare))
 
 
 def _cut_unit(
@@ -257,6 +260,7 @@ def _cut_unit(
     counter: TokenCounter,
     floors: Sequence[int],
     step: bool,
+    bare: bool = False,
 ) -> list[Message] | None:
     """The unit's messages cut inside to ``target`` tokens in all, none below its floor (see
     :func:`_floor`), each at its floor where the shares do not work out; ``None`` when not even
@@ -273,7 +277,7 @@ def _cut_unit(
         ):
             return cut
     least = [
-        m if counter.count_message(m) <= f else least_form(m, counter, step)
+        m if counter.count_message(m) <= f else least_form(m, counter, step, bare)
         for m, f in zip(members, floors, strict=True)
     ]
     return least if sum(counter.count_message(m) for m in least) <= target else None
@@ -315,7 +319,7 @@ def least_room(
         return all(not work[k - start - 1] for r in fitted.cut for k in r if k > start)
 
     low = sum(
-        _floor(messages[i], counter, True)
+        _floor(messages[i], counter, True, bare=True)
         for u, step in zip(counted.units[start + 1 :], work, strict=True)
         if step
         for i in u.indices
