@@ -37,3 +37,21 @@ def test_a_model_that_fails_leaves_the_rules_facts() -> None:
     assert [(f.key, f.source_id) for f in facts] == [("i am vegan", "u1")]
     assert extractor.failures == 1
     assert "quota" in (extractor.last_error or "")
+
+
+def test_the_history_takes_a_chat_model_as_its_fact_extractor() -> None:
+    from langchain_session_migrator import FittedChatMessageHistory
+
+    reply = json.dumps({"facts": [{"key": "work", "text": "I teach maths.", "message": 1}]})
+    store = open_store("memory://")
+    history = FittedChatMessageHistory(
+        "s",
+        model="gpt-4o-mini",
+        store=store,
+        metadata={"user_id": "bo"},
+        user_facts=True,
+        fact_extractor=FakeListChatModel(responses=[reply]),
+    )
+    history.add_user_message("Grading maths homework again tonight.")
+    assert FactLearner.default().wait(10)
+    assert [f.text for f in user_facts(store, "bo")] == ["I teach maths."]
