@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
 from llama_index.core.llms import MockLLM
 
@@ -46,3 +47,27 @@ def test_an_llm_without_json_leaves_the_rules_facts() -> None:
     facts = extractor.extract([Message("user", "I'm vegan.", id="u1")])
     assert [(f.key, f.source_id) for f in facts] == [("i am vegan", "u1")]
     assert extractor.failures == 1
+
+
+def test_the_memory_takes_an_llm_as_its_fact_extractor() -> None:
+    from llama_index.core.llms import ChatMessage as LIMessage
+
+    from llamaindex_session_migrator import FittedMemory, SessionMigratorMemory
+
+    store = open_store("memory://")
+    memory = SessionMigratorMemory.from_defaults(
+        llm=MockLLM(),
+        model="gpt-4o-mini",
+        store=store,
+        chat_store_key="wed",
+        metadata={"user_id": "ann"},
+        user_facts=True,
+        fact_extractor=Answers(),
+    )
+    memory.put(LIMessage(role="user", content="Lyon has been home for years."))
+    assert FactLearner.default().wait(10)
+    assert [f.text for f in user_facts(store, "ann")] == ["I live in Lyon."]
+    with pytest.raises(ValueError, match="SessionMigratorMemory"):
+        FittedMemory.from_defaults(
+            llm=MockLLM(), model="gpt-4o-mini", store="memory://", fact_extractor=Answers()
+        )
