@@ -37,6 +37,7 @@ from langchain_session_migrator._convert import (
     messages_from_core,
     messages_to_core,
 )
+from langchain_session_migrator._fact_extractor import LangChainFactExtractor
 from langchain_session_migrator._factory import FittedHistoryFactory
 from langchain_session_migrator._guard import FitToModel
 from langchain_session_migrator._history import FittedChatMessageHistory
@@ -55,6 +56,7 @@ __all__ = [
     "FitToModelMiddleware",
     "FittedChatMessageHistory",
     "FittedHistoryFactory",
+    "LangChainFactExtractor",
     "LangChainSummarizer",
     "ModelWatcher",
     "Observation",

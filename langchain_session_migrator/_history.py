@@ -19,6 +19,7 @@ from langchain_session_migrator._callbacks import ModelWatcher
 from langchain_session_migrator._context_tools import store_read_context_tool
 from langchain_session_migrator._convert import message_to_core, storable
 from langchain_session_migrator._convert_parts import with_cache_breakpoint
+from langchain_session_migrator._fact_extractor import LangChainFactExtractor
 from langchain_session_migrator._history_model import _ModelChoice
 from langchain_session_migrator._history_state import _SessionState
 from langchain_session_migrator._loading import CallInput, input_being_loaded
@@ -28,6 +29,7 @@ from session_migrator import (
     DEFAULT_SLACK,
     Compactor,
     Compressor,
+    FactExtractor,
     Message,
     MigrationReport,
     ModelWindow,
@@ -96,7 +98,8 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
     ``timedelta``: the threshold; see :func:`~session_migrator.migrate`). ``recall_scope``
     (``"user"``, by the ``user_id`` in ``metadata``; or ``"workspace"``) recalls from the user's
     other sessions too, and ``user_facts=True`` sends the facts the user stated in earlier
-    sessions (see :class:`~session_migrator.SessionFitter`).
+    sessions (see :class:`~session_migrator.SessionFitter`); ``fact_extractor`` (a chat model,
+    or a :class:`LangChainFactExtractor`) also reads them in the background.
 
     ``BaseChatMessageHistory`` is deprecated in langchain-core 1.x (removal in 2.0), with
     LangGraph persistence as its successor
@@ -136,6 +139,7 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
         gap_note: bool | timedelta = True,
         recall_scope: RecallScope = "session",
         user_facts: bool = False,
+        fact_extractor: FactExtractor | BaseChatModel | Runnable[Any, Any] | None = None,
     ) -> None:
         super().__init__()
         check_store(store)
@@ -153,6 +157,11 @@ class FittedChatMessageHistory(_ModelChoice, BaseChatMessageHistory):
             gap_note=gap_note,
             recall_scope=recall_scope,
             user_facts=user_facts,
+            fact_extractor=(
+                LangChainFactExtractor(fact_extractor)
+                if isinstance(fact_extractor, Runnable)
+                else fact_extractor
+            ),
         )
         self._setup(session_id, _SessionState(fitter), watcher, reserve_tokens, None)
         self._owns_store = store is None or isinstance(store, str)

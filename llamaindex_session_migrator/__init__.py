@@ -29,6 +29,7 @@ from llamaindex_session_migrator._convert import (
     to_chat_message,
     to_chat_messages,
 )
+from llamaindex_session_migrator._fact_extractor import LlamaIndexFactExtractor
 from llamaindex_session_migrator._fitted_memory import FittedMemory
 from llamaindex_session_migrator._guard import FitToModelLLM
 from llamaindex_session_migrator._memory import ModelSource, SessionMigratorMemory
@@ -41,6 +42,7 @@ __all__ = [
     "LLAMAINDEX_KEY",
     "FitToModelLLM",
     "FittedMemory",
+    "LlamaIndexFactExtractor",
     "LlamaIndexSummarizer",
     "MemoryNotRestorableError",
     "ModelSource",

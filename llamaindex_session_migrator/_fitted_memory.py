@@ -77,7 +77,7 @@ _FORMAT = "session-migrator/fitted-memory-reference/1"
 def _refuse_across_sessions(data: dict[str, Any]) -> None:
     """``recall_scope``, ``user_facts`` and ``metadata`` need a session store's fitter."""
     scope = data.pop("recall_scope", "session")
-    facts = data.pop("user_facts", False)
+    facts = data.pop("user_facts", False) or data.pop("fact_extractor", None) is not None
     metadata = data.pop("metadata", None)
     if scope != "session" or facts or metadata:
         raise ValueError(

@@ -164,6 +164,7 @@ class SessionMigratorMemory(_MemoryModel, _MemoryWrites, ChatMemoryBuffer):
             recall_scope=data.pop("recall_scope", "session"),
             user_facts=data.pop("user_facts", False),
             metadata=data.pop("metadata", None),
+            fact_extractor=data.pop("fact_extractor", None),
         )
         if model is None:
             check_llm(llm)

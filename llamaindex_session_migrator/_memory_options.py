@@ -16,6 +16,7 @@ from typing import Any
 
 from llama_index.core.llms import LLM
 
+from llamaindex_session_migrator._fact_extractor import LlamaIndexFactExtractor
 from llamaindex_session_migrator._summarizer import LlamaIndexSummarizer
 from session_migrator import (
     DEFAULT_SLACK,
@@ -54,6 +55,7 @@ DEFAULT_RESERVE_CAP = 4096
 #: The keywords both memory classes take besides LlamaIndex's own.
 FIT_OPTIONS = (
     "embeddings",
+    "fact_extractor",
     "gap_note",
     "llm",
     "metadata",
@@ -122,6 +124,8 @@ class FitOptions:
     recall_scope: str = "session"
     #: send the facts the user stated in earlier sessions (see ``SessionFitter``)
     user_facts: bool = False
+    #: reads the user's facts in the background (an LLM, or a ``FactExtractor``)
+    fact_extractor: Any = None
     #: the session's metadata (``{"user_id": ...}`` for the user scope and the user's facts)
     metadata: dict[str, Any] | None = None
 
@@ -140,6 +144,7 @@ class FitOptions:
         recall_scope: Any = "session",
         user_facts: Any = False,
         metadata: Any = None,
+        fact_extractor: Any = None,
     ) -> FitOptions:
         """The options, or a ``ValueError``/``TypeError`` saying which one is wrong."""
         check_strategy(strategy)
@@ -188,6 +193,11 @@ class FitOptions:
             recall_scope=recall_scope,
             user_facts=user_facts,
             metadata=metadata,
+            fact_extractor=(
+                LlamaIndexFactExtractor(fact_extractor)
+                if isinstance(fact_extractor, LLM)
+                else fact_extractor
+            ),
         )
 
     def fitter_settings(self) -> dict[str, Any]:
@@ -202,6 +212,7 @@ class FitOptions:
             "gap_note": self.gap_note,
             "recall_scope": self.recall_scope,
             "user_facts": self.user_facts,
+            "fact_extractor": self.fact_extractor,
             "metadata": self.metadata,
         }
 

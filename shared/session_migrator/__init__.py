@@ -105,8 +105,15 @@ from session_migrator.recall._embeddings import Embeddings
 from session_migrator.recall._local import local_embeddings
 from session_migrator.recall._related import RecallScope, RelatedSession, RelatedSessions
 from session_migrator.sessions._compactor import Compactor
+from session_migrator.sessions._fact_learner import FactLearner
 from session_migrator.sessions._fitter import DEFAULT_SLACK, SessionFitter
 from session_migrator.store import arelated_sessions, open_store, related_sessions
+from session_migrator.summaries._fact_extractors import (
+    FactExtractor,
+    ModelFactExtractor,
+    OpenAIFactExtractor,
+    RulesFactExtractor,
+)
 from session_migrator.summaries._memory_doc import export_markdown
 from session_migrator.summaries._summarizers import (
     SUMMARY_PROMPT,
@@ -137,6 +144,8 @@ __all__ = [
     "EstimateWarning",
     "EstimatingCounter",
     "ExtractiveSummarizer",
+    "FactExtractor",
+    "FactLearner",
     "GeminiCounter",
     "ImportFormatError",
     "InvalidIdError",
@@ -145,7 +154,9 @@ __all__ = [
     "MigrationReport",
     "MigrationResult",
     "MissingDependencyError",
+    "ModelFactExtractor",
     "ModelWindow",
+    "OpenAIFactExtractor",
     "OpenAISummarizer",
     "OutputReserveError",
     "Plan",
@@ -156,6 +167,7 @@ __all__ = [
     "RequestFit",
     "RequestFitter",
     "Role",
+    "RulesFactExtractor",
     "Session",
     "SessionFitter",
     "SessionMigratorError",

@@ -427,9 +427,11 @@ def build_server(
         command that resumes it."""
         return call(tools.handoff_session, path, to, model, home, cwd)
 
+    from session_migrator.mcp._fact_tools import register_fact_tools
     from session_migrator.mcp._placeholder_tools import register_placeholder_tools
 
     register_placeholder_tools(server, call, tools)
+    register_fact_tools(server, call, tools)
     return server
 
 

@@ -41,6 +41,9 @@ PUBLIC = {
         "output_reserve", "output_rule", "schema_tokens", "OUTPUT_SETTINGS", "requested_output",
         # hybrid recall with the user's embedding model (docs/embeddings.md)
         "Embeddings", "local_embeddings",
+        # a user's facts read by a model, in the background (docs/memory.md)
+        "FactExtractor", "FactLearner", "ModelFactExtractor", "OpenAIFactExtractor",
+        "RulesFactExtractor",
     ],
     "session_migrator.store": [
         "BaseSessionStore", "MessageNotFoundError", "MigrationRecord", "NotOffloadedError",

@@ -58,7 +58,8 @@ async def test_every_tool_publishes_a_typed_output_schema_and_honest_annotations
         annotations = tool.annotations
         assert annotations is not None, name
         assert annotations.read_only_hint is (
-            name in READ_ONLY | {"session_list", "read_context", "list_placeholders"}
+            name
+            in READ_ONLY | {"session_list", "read_context", "list_placeholders", "user_facts_list"}
         ), name
         if annotations.read_only_hint:
             assert annotations.idempotent_hint is True, name

@@ -30,6 +30,9 @@ TOOLS = {
     "compress_context",
     "list_placeholders",
     "restore_context",
+    "user_facts_list",
+    "user_fact_set",
+    "user_fact_delete",
 }
 
 

@@ -22,6 +22,7 @@ from session_migrator._errors import (
 from session_migrator._redact import redact_secrets
 from session_migrator._version import __version__
 from session_migrator.cli import (
+    _facts_cmd,
     _handoff_cmd,
     _import_cmd,
     _mcp_cmd,
@@ -40,6 +41,7 @@ _COMMANDS = (
     _mcp_cmd,
     _serve_cmd,
     _sessions_cmd,
+    _facts_cmd,
 )
 
 

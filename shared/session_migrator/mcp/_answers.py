@@ -210,6 +210,13 @@ def summary(tool: str, data: dict[str, Any]) -> str:
         return f"{data['returned']} of {data['count']} model(s)"
     if "sessions" in data:
         return f"{data['returned']} of {data['count']} session(s)"
+    if "facts" in data:
+        return f"{data['count']} fact(s) of user {data['user_id']!r}"
+    if "fact" in data:
+        return f"kept fact {data['fact']['key']!r} of user {data['user_id']!r}"
+    if "deleted" in data:
+        gone = "deleted" if data["deleted"] else "no such fact:"
+        return f"{gone} {data['key']!r} of user {data['user_id']!r}"
     if "context_window" in data:
         return (
             f"{data['name']}: window {data['context_window']:,}, input "

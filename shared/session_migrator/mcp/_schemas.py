@@ -11,6 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "AppendAnswer",
     "ContextAnswer",
+    "FactAnswer",
+    "FactDeleted",
+    "FactList",
     "MigrateAnswer",
     "ModelList",
     "Page",
@@ -19,6 +22,7 @@ __all__ = [
     "PlaceholderList",
     "SessionList",
     "UsageAnswer",
+    "UserFactInfo",
     "WindowInfo",
 ]
 
@@ -194,3 +198,35 @@ class PlaceholderList(_Out):
     count: int
     omitted: int = Field(description="The oldest ones left out to keep the answer short.")
     placeholders: list[PlaceholderInfo]
+
+
+class UserFactInfo(_Out):
+    """One fact a user stated."""
+
+    key: str = Field(description="What it is about; a later fact with this key replaces it.")
+    text: str
+    source_id: str | None = Field(description="The message it was read from (null: by hand).")
+    stated_at: str | None = Field(description="When it was stated (ISO 8601).")
+
+
+class FactList(_Out):
+    """A user's facts, oldest statement first."""
+
+    user_id: str
+    count: int
+    facts: list[UserFactInfo]
+
+
+class FactAnswer(_Out):
+    """A fact kept (or replaced)."""
+
+    user_id: str
+    fact: UserFactInfo
+
+
+class FactDeleted(_Out):
+    """A fact forgotten."""
+
+    user_id: str
+    key: str
+    deleted: bool = Field(description="false: the user had no fact with this key.")

@@ -32,6 +32,7 @@ from session_migrator._version import __version__
 from session_migrator.mcp._answers import jsonable
 from session_migrator.mcp._tools import SESSIONS_PAGE, SessionTools, parse_messages
 from session_migrator.server._auth import Scope, Tokens
+from session_migrator.server._fact_routes import FACT_ROUTES, FactNotFoundError, FactRoutes
 from session_migrator.server._placeholder_routes import PlaceholderRoutes
 from session_migrator.store._placeholders import PlaceholderNotFoundError
 
@@ -68,6 +69,7 @@ class Problem(Exception):
 _STATUS: tuple[tuple[type[Exception], int, str], ...] = (
     (SessionNotFoundError, 404, "Session not found"),
     (PlaceholderNotFoundError, 404, "Placeholder not found"),
+    (FactNotFoundError, 404, "Fact not found"),
     (UnknownModelError, 422, "Unknown model"),
     (BudgetError, 422, "Over the budget"),
     (SessionMigratorError, 400, "Bad request"),
@@ -147,10 +149,11 @@ ROUTES: tuple[RouteSpec, ...] = (
         "Erase every session of the token's user (or of a user, unscoped).",
         "erase",
     ),
+    *(RouteSpec(*route) for route in FACT_ROUTES),
 )
 
 
-class _Api(PlaceholderRoutes):
+class _Api(PlaceholderRoutes, FactRoutes):
     def __init__(
         self,
         store: Any,
@@ -219,7 +222,7 @@ class _Api(PlaceholderRoutes):
             try:
                 with anyio.fail_after(self.timeout):
                     scope = self.scope(request) if needs_token else Scope()
-                    body = await self.body(request) if request.method == "POST" else {}
+                    body = await self.body(request) if request.method in ("POST", "PUT") else {}
                     answer = await anyio.to_thread.run_sync(handler, _Call(request, body), scope)
             except Problem as problem:
                 return problem.response()

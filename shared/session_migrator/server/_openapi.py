@@ -32,6 +32,7 @@ _BODY = {
         "max_output_tokens": {"type": "integer"},
     },
     "erase": {"user_id": {"type": "string"}},
+    "user_fact_set": {"text": {"type": "string"}},
     "compress_context": {
         "first_id": {"type": "string"},
         "last_id": {"type": "string"},
@@ -47,7 +48,12 @@ _BODY = {
         "context_window": {"type": "integer"},
     },
 }
-_REQUIRED = {"append": ["messages"], "build_outbound": ["model"], "migrate": ["model", "messages"]}
+_REQUIRED = {
+    "append": ["messages"],
+    "build_outbound": ["model"],
+    "migrate": ["model", "messages"],
+    "user_fact_set": ["text"],
+}
 
 
 def openapi() -> dict[str, Any]:
@@ -65,7 +71,7 @@ def openapi() -> dict[str, Any]:
         parameters = [
             {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}
         ] if "{session_id}" in spec.path else []  # fmt: skip
-        for name in ("message_id", "placeholder_id"):
+        for name in ("message_id", "placeholder_id", "user_id", "key"):
             if f"{{{name}}}" in spec.path:
                 parameters.append(
                     {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}

@@ -4,19 +4,22 @@ system prompt within :data:`FACTS_SHARE` of the window (see ``SessionFitter(user
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._units import stable_id
 from session_migrator.messages._messages import MARKER_KEY, Message
 from session_migrator.migration._report import MigrationResult
 from session_migrator.models._windows import ModelWindow
+from session_migrator.summaries._fact_extractors import FactExtractor, RulesFactExtractor
 
 if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
 
-__all__ = ["FACTS_SHARE", "facts_note", "with_facts"]
+__all__ = ["FACTS_SHARE", "check_extractor", "facts_note", "learn_facts", "with_facts"]
 
 #: The most of a window's input the note of a user's facts takes.
 FACTS_SHARE = 0.05
@@ -54,3 +57,35 @@ def with_facts(result: MigrationResult, note: Message, cost: int) -> MigrationRe
     report.tokens_after += cost
     report.messages_after += 1
     return replace(result, messages=[*sent[:at], note, *sent[at:]])
+
+
+def check_extractor(extractor: Any, user_facts: bool) -> FactExtractor | None:
+    """``extractor`` checked now (a fitter's ``fact_extractor``: it needs ``user_facts``)."""
+    if extractor is None:
+        return None
+    if not callable(getattr(extractor, "extract", None)):
+        raise TypeError(
+            "fact_extractor must have an extract(messages) method (a FactExtractor, e.g. "
+            f"OpenAIFactExtractor), got {type(extractor).__name__}"
+        )
+    if not user_facts:
+        raise ValueError("fact_extractor reads a user's facts: pass user_facts=True with it")
+    return extractor  # type: ignore[no-any-return]
+
+
+def learn_facts(
+    store: BaseSessionStore,
+    user: str,
+    messages: Sequence[Message],
+    extractor: FactExtractor | None,
+    said: datetime,
+    lock: Any,
+) -> None:
+    """Learn ``user``'s facts from appended ``messages``: by rules now, and by ``extractor`` in
+    the background (:class:`~session_migrator.sessions._fact_learner.FactLearner`)."""
+    from session_migrator.sessions._fact_learner import FactLearner
+    from session_migrator.store import learn_user_facts
+
+    learn_user_facts(store, user, messages)
+    if extractor is not None and not isinstance(extractor, RulesFactExtractor):
+        FactLearner.default().submit(store, user, messages, extractor, said=said, lock=lock)

@@ -36,13 +36,20 @@ from session_migrator.models._windows import ModelWindow
 from session_migrator.recall._embeddings import as_embeddings, session_vectors
 from session_migrator.recall._related import RecallScope, RelatedSessions, check_scope
 from session_migrator.sessions._compactor import Compactor
-from session_migrator.sessions._facts import FACTS_SHARE, with_facts
-from session_migrator.sessions._keys import FitKey, log_migration, related_key, save_summary
+from session_migrator.sessions._facts import FACTS_SHARE, check_extractor, learn_facts, with_facts
+from session_migrator.sessions._keys import (
+    FitKey,
+    log_migration,
+    related_key,
+    save_summary,
+    stored_summary,
+)
 from session_migrator.sessions._lease import StoreLease, new_owner
 from session_migrator.sessions._parent import session_notes
 from session_migrator.sessions._placeholder_view import PlaceholderView
 from session_migrator.summaries._ahead import Ahead
-from session_migrator.summaries._summarizers import Summarizer, Summary
+from session_migrator.summaries._fact_extractors import FactExtractor
+from session_migrator.summaries._summarizers import Summarizer
 
 if TYPE_CHECKING:
     from session_migrator.store import BaseSessionStore
@@ -82,6 +89,8 @@ class SessionFitter:
     (:func:`~session_migrator.store.user_facts`), and every fit of any of that user's sessions
     sends them in a note after the system prompt, within :data:`FACTS_SHARE` of the window's
     input (the newest facts first when not all fit). Off by default (``False``).
+    ``fact_extractor`` (a model's, e.g. :class:`~session_migrator.OpenAIFactExtractor`) also
+    reads them in the background (:mod:`.sessions._fact_learner`): no append or fit waits.
 
     ``gap_note``: a note of the gap before the newest user message when it is 30 minutes or
     more ("The user returns after 9 days (last message 2026-11-26)."), within the budget, cut or
@@ -109,6 +118,7 @@ class SessionFitter:
         embeddings: Any = None,
         compactor: Compactor | bool | None = None,
         user_facts: bool = False,
+        fact_extractor: FactExtractor | None = None,
         gap_note: bool | timedelta = True,
     ) -> None:
         self.session_id = session_id
@@ -137,6 +147,7 @@ class SessionFitter:
         )
         self._related: RelatedSessions | None = None
         self.user_facts = user_facts
+        self.fact_extractor = check_extractor(fact_extractor, user_facts)
         check_gap_note(gap_note)
         self.gap_note = gap_note
         self._lock = threading.RLock()
@@ -235,9 +246,7 @@ class SessionFitter:
                         self._said[m.id] = said
             user = self._user_id() if self.user_facts else None
             if user is not None and any(m.role == "user" for m in messages):
-                from session_migrator.store import learn_user_facts
-
-                learn_user_facts(self.store, user, messages)
+                learn_facts(self.store, user, messages, self.fact_extractor, said, self._lock)
 
     def clear(self) -> None:
         """Delete the session from the store and forget the cache."""
@@ -299,7 +308,7 @@ class SessionFitter:
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
             ledger = self._ledger_for(messages, counter)
-            previous = self._stored_summary()
+            previous = stored_summary(self.store, self.session_id)
             options = FitOptions(
                 strategy=self.strategy,
                 query=query,
@@ -474,15 +483,6 @@ class SessionFitter:
             self.store.put_token_counts(self.session_id, owner.name, fresh)
         self._persisted[owner.name] = done
         self._from_store.clear()
-
-    def _stored_summary(self) -> tuple[Summary, int] | None:
-        stored = self.store.get_summary(self.session_id)
-        if stored is None:
-            return None
-        summary = Summary(
-            stored.text, stored.first_id, stored.last_id, stored.covered_count, stored.strategy
-        )
-        return summary, stored.revision
 
     def _previous_target(self) -> str | None:
         if not self._last_target_loaded:

@@ -16,7 +16,7 @@ from session_migrator.models._windows import ModelWindow
 from session_migrator.recall._related import RelatedSessions
 from session_migrator.summaries._summarizers import Summary
 
-__all__ = ["FitKey", "log_migration", "related_key", "save_summary"]
+__all__ = ["FitKey", "log_migration", "related_key", "save_summary", "stored_summary"]
 
 
 @dataclass(frozen=True)
@@ -95,3 +95,14 @@ def save_summary(
             strategy=summary.summarizer or strategy,
             expected_revision=previous[1] if previous else 0,
         )
+
+
+def stored_summary(store: BaseSessionStore, session_id: str) -> tuple[Summary, int] | None:
+    """The session's rolling summary in ``store``, and its revision (``None``: none kept)."""
+    stored = store.get_summary(session_id)
+    if stored is None:
+        return None
+    summary = Summary(
+        stored.text, stored.first_id, stored.last_id, stored.covered_count, stored.strategy
+    )
+    return summary, stored.revision

@@ -25,6 +25,7 @@ __all__ = [
     "FACTS_WORKSPACE",
     "UserFact",
     "delete_user_fact",
+    "keep_user_facts",
     "learn_user_facts",
     "set_user_fact",
     "user_facts",
@@ -133,3 +134,42 @@ def learn_user_facts(
     if learnt:
         _write(store, user_id, facts)
     return learnt
+
+
+def keep_user_facts(
+    store: SyncSessionStore,
+    user_id: str,
+    facts: Iterable[UserFact],
+    *,
+    superseding: Iterable[str] = (),
+) -> list[UserFact]:
+    """Keep ``facts`` (read in the background, by a model): each replaces the fact of its key
+    unless that one was stated later (a slow extraction never undoes a newer statement). The
+    facts kept earlier from the messages ``superseding`` names (the rules' facts of the messages
+    the model read) and not stated again are dropped. Returns the facts kept."""
+    stored = _raw(store, user_id)
+    fresh = list(facts)
+    again = {f.key for f in fresh}
+    dropped = {str(s) for s in superseding}
+    changed = False
+    for key, row in list(stored.items()):
+        if row.get("source_id") in dropped and key not in again:
+            del stored[key]
+            changed = True
+    kept: list[UserFact] = []
+    for fact in fresh:
+        when = fact.stated_at or datetime.now(UTC)
+        old = stored.get(fact.key)
+        was = old.get("stated_at") if isinstance(old, Mapping) else None
+        if isinstance(was, str) and datetime.fromisoformat(was) > when:
+            continue  # (stated after the message this one was read from)
+        stored.pop(fact.key, None)
+        stored[fact.key] = {
+            "text": fact.text,
+            "source_id": fact.source_id,
+            "stated_at": when.isoformat(),
+        }
+        kept.append(UserFact(fact.key, fact.text, fact.source_id, when))
+    if kept or changed:
+        _write(store, user_id, stored)
+    return kept

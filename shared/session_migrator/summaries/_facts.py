@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Fact", "extract_facts"]
+__all__ = ["SECRET", "Fact", "extract_facts"]
 
 #: Diets and lasting conditions an ``I'm X`` statement is a fact about.
 _CONDITIONS = (
@@ -51,7 +51,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 #: What is never kept as a fact: secrets and numbers that identify (a card, a code, a password).
-_SECRET = re.compile(
+SECRET = re.compile(
     r"\d[\d -]{4,}\d|\b(?:password|passcode|pin|card|cvv|code|token|key|secret|ssn|"
     r"social security|account number|iban)\b",
     re.I,
@@ -62,10 +62,12 @@ _HEDGE = re.compile(r"\b(?:not|maybe|perhaps|sure|might|wonder|think|guess|if)\b
 @dataclass(frozen=True)
 class Fact:
     """One fact a user stated: ``key`` (what it is about; a later fact with the same key
-    replaces it) and ``text`` (as the user put it, in the first person)."""
+    replaces it), ``text`` (as the user put it, in the first person) and, when known, the id of
+    the message that stated it (``source_id``)."""
 
     key: str
     text: str
+    source_id: str | None = None
 
 
 def _clean(clause: str) -> str:
@@ -85,7 +87,7 @@ def extract_facts(text: str) -> list[Fact]:
     found: dict[str, Fact] = {}
     for raw in _CLAUSES.split(text):
         clause = _clean(raw)
-        if not clause or "?" in raw or len(clause) > 160 or _SECRET.search(clause):
+        if not clause or "?" in raw or len(clause) > 160 or SECRET.search(clause):
             continue
         for kind, rule in _RULES:
             match = rule.match(clause)

@@ -34,6 +34,7 @@ def test_public_surface_is_pinned() -> None:
         "FitToModelMiddleware",
         "FittedChatMessageHistory",
         "FittedHistoryFactory",
+        "LangChainFactExtractor",
         "LangChainSummarizer",
         "ModelWatcher",
         "Observation",

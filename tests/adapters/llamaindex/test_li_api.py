@@ -12,6 +12,7 @@ PUBLIC = [
     "FitToModelLLM",
     "FittedMemory",
     "LLAMAINDEX_KEY",
+    "LlamaIndexFactExtractor",
     "LlamaIndexSummarizer",
     "MemoryNotRestorableError",
     "ModelSource",
