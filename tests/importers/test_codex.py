@@ -50,6 +50,8 @@ def test_full_session_pairs_calls_and_records_the_source(
     assert meta["cwd"] == "/home/dev/shop"
     assert meta["source_session_id"] == SID
     assert meta["git_branch"] == "main"
+    assert meta["git_commit"] == "4f2a9c1"
+    assert meta["git_repository_url"] == "git@github.com:dev/shop.git"
     # a reasoning summary goes with the response it precedes; the one without a summary is skipped
     assert msgs[2].extra["reasoning"] == "**Locating the cart code**"
     assert all(m.extra.get("source_model") == "gpt-5-codex" for m in msgs if m.role == "assistant")

@@ -2,7 +2,8 @@
 
 Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}``:
 
-- ``session_meta``: the session id, cwd, CLI version, git info (and the base instructions, which
+- ``session_meta``: the session id, cwd, CLI version, git branch, commit and repository URL
+  (``git_branch``, ``git_commit``, ``git_repository_url``; and the base instructions, which
   are not turned into a message: counted as ``base_instructions``);
 - ``response_item``: what the model saw and said. ``message`` (roles user, assistant, developer,
   system; ``developer`` becomes ``system``), ``function_call`` / ``custom_tool_call`` /
@@ -397,8 +398,13 @@ class _Reader:
         if self.last_entry_at is not None:
             out[LAST_ENTRY_KEY] = self.last_entry_at
         git = meta.get("git")
-        if isinstance(git, Mapping) and isinstance(git.get("branch"), str):
-            out["git_branch"] = git["branch"]
+        for key, name in (
+            ("branch", "git_branch"),
+            ("commit_hash", "git_commit"),
+            ("repository_url", "git_repository_url"),
+        ):
+            if isinstance(git, Mapping) and isinstance(git.get(key), str) and git[key]:
+                out[name] = git[key]
         return out
 
 
