@@ -1,6 +1,6 @@
 """Importers for agent session files: Codex CLI rollouts and Claude Code sessions; and the
 writers of the agents' own session files (:func:`write_claude_code`, :func:`write_codex`,
-:func:`write_gemini`), for a handoff.
+:func:`write_gemini`, :func:`write_opencode`), for a handoff.
 
 Each importer reads one file into an :class:`ImportResult` whose ``session`` holds core
 :class:`~session_migrator.Message` objects with tool calls paired to their results, stable ids
@@ -27,6 +27,7 @@ from session_migrator.importers._codex_writer import codex_sessions_dir, write_c
 from session_migrator.importers._common import PLACEHOLDER_RESULT, ImportResult
 from session_migrator.importers._gemini_writer import gemini_chats_dir, write_gemini
 from session_migrator.importers._handoff import TARGETS, Handoff, handoff
+from session_migrator.importers._opencode_writer import write_opencode
 
 __all__ = [
     "FORMATS",
@@ -45,6 +46,7 @@ __all__ = [
     "write_claude_code",
     "write_codex",
     "write_gemini",
+    "write_opencode",
 ]
 
 Importer = Callable[..., ImportResult]
