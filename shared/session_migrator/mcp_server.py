@@ -412,7 +412,8 @@ def build_server(
     def handoff_session(
         path: Annotated[str, Field(min_length=1, description="A Codex or Claude Code .jsonl.")],
         to: Annotated[
-            Literal["claude-code", "codex"], Field(description="The agent to continue in.")
+            Literal["claude-code", "codex", "gemini-cli", "opencode"],
+            Field(description="The agent to continue in."),
         ],
         model: Model,
         home: Annotated[

@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from session_migrator import Message, ToolCall, lookup_model
-from session_migrator.importers import handoff, import_codex, write_claude_code, write_codex
+from session_migrator.importers import (
+    handoff,
+    import_claude_code,
+    import_codex,
+    write_claude_code,
+    write_codex,
+)
 from session_migrator.importers._handoff import RESUME_PROMPT
 from tests.conformance._anthropic_api import AnthropicEmulator
 from tests.conformance._http import Text
@@ -278,7 +284,14 @@ def test_claude_code_resumes_a_session_the_real_codex_wrote(tmp_path: Path) -> N
         )
         assert wrote.returncode == 0, wrote.stderr[-3000:]
         rollout = next((home / ".codex" / "sessions").rglob("rollout-*.jsonl"))
-        assert import_codex(rollout).warnings == []
+        imported = import_codex(rollout)
+        assert imported.warnings == []
+        # what the real file holds is kept: each message's time, the model of each answer, cwd
+        assert all(m.timestamp is not None for m in imported.session.messages)
+        answers = [m for m in imported.session.messages if m.role == "assistant"]
+        assert answers
+        assert all(m.extra.get("source_model") == MODEL for m in answers)
+        assert imported.session.metadata["cwd"] == str(work)
         done = handoff(rollout, to="claude-code", model=CLAUDE_MODEL, home=home)
         assert done.cwd == str(work)
         messages.script(*[Text("The codeword is HERON-9.")] * 5)
@@ -307,6 +320,12 @@ def test_codex_resumes_a_session_the_real_claude_code_wrote(tmp_path: Path) -> N
         wrote = _claude(home, work, messages.url, "-p", "Remember the codeword: KESTREL-5.")
         assert wrote.returncode == 0, wrote.stderr[-3000:]
         session = next((home / ".claude" / "projects").rglob("*.jsonl"))
+        imported = import_claude_code(session).session
+        assert all(m.timestamp is not None for m in imported.messages)
+        answers = [m for m in imported.messages if m.role == "assistant"]
+        assert answers
+        assert all(m.extra.get("source_model") == CLAUDE_MODEL for m in answers)
+        assert imported.metadata["cwd"] == str(work)
         _codex_home(home, responses)
         responses.script(*[Text("The codeword is KESTREL-5.")] * 3)
         done = handoff(session, to="codex", model=MODEL, home=home)

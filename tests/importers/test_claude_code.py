@@ -44,9 +44,12 @@ def test_session_follows_the_active_branch(fixtures: Path, check_paired: Check) 
     assert isinstance(parts, tuple)
     assert [p.type for p in parts] == ["text", "image"]
     assert parts[1].data["image_url"]["url"].startswith("data:image/png;base64,")
+    # the thinking block's text and the model stay with the message (not its signature)
+    assert msgs[1].extra["reasoning"] == "Let me find the cart code."
+    assert msgs[1].extra["source_model"] == "claude-sonnet-4-5-20250929"
+    assert msgs[1].timestamp is not None
     assert result.skipped == {
         "off_branch": 2,
-        "thinking": 1,
         "system": 1,
         "file-history-snapshot": 1,
     }

@@ -50,8 +50,14 @@ def test_full_session_pairs_calls_and_records_the_source(
     assert meta["cwd"] == "/home/dev/shop"
     assert meta["source_session_id"] == SID
     assert meta["git_branch"] == "main"
+    assert meta["git_commit"] == "4f2a9c1"
+    assert meta["git_repository_url"] == "git@github.com:dev/shop.git"
+    # a reasoning summary goes with the response it precedes; the one without a summary is skipped
+    assert msgs[2].extra["reasoning"] == "**Locating the cart code**"
+    assert all(m.extra.get("source_model") == "gpt-5-codex" for m in msgs if m.role == "assistant")
+    assert "reasoning" not in messages_to_openai(msgs)[2]  # never sent as a message key
     assert result.skipped == {
-        "reasoning": 2,
+        "reasoning": 1,
         "event_msg:user_message": 1,
         "event_msg:exec_command_end": 1,
         "event_msg:agent_message": 1,
@@ -68,7 +74,10 @@ def test_ids_are_stable_and_round_trip_through_openai(fixtures: Path) -> None:
     assert [m.id for m in first] == [m.id for m in second]
     assert first == second
     back = messages_from_openai(messages_to_openai(first))
-    assert back == list(first)
+    # (what only the store keeps, the source model and reasoning, is not an OpenAI message key)
+    private = {"source_model", "reasoning"}
+    bare = [m.replace(extra={k: v for k, v in m.extra.items() if k not in private}) for m in first]
+    assert back == bare
     other = import_codex(_file(fixtures, SID), session_id="copy").session.messages
     assert {m.id for m in other}.isdisjoint(m.id for m in first)
 

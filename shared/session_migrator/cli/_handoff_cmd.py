@@ -1,5 +1,5 @@
-"""``handoff PATH --to claude-code|codex --model MODEL``: continue a coding agent's session in
-Claude Code or Codex, fitted to the model it will run."""
+"""``handoff PATH --to claude-code|codex|gemini-cli|opencode --model MODEL``: continue a coding
+agent's session in Claude Code, Codex, Gemini CLI or OpenCode, fitted to the model it will run."""
 
 from __future__ import annotations
 
@@ -16,12 +16,17 @@ from session_migrator.importers import FORMATS, TARGETS, handoff
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "handoff",
-        help="continue a Codex or Claude Code session in Claude Code or Codex, fitted to its model",
+        help=(
+            "continue a Codex or Claude Code session in Claude Code, Codex, Gemini CLI or "
+            "OpenCode, fitted to its model"
+        ),
         description=(
             "Read an agent's session file (Codex rollout or Claude Code session), fit it to the "
             "target model's window, and write it where the target agent looks for its sessions "
             "(Claude Code: ~/.claude/projects/<project>/<id>.jsonl; Codex: "
-            "$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl, ~/.codex by default), in "
+            "$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl, ~/.codex by default; "
+            "Gemini CLI: ~/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl; OpenCode: an "
+            "export under ~/.local/share/opencode/handoff/ that the printed command imports), in "
             "its working directory and branch. Prints the commands that resume it, interactive "
             "then headless, and a short brief of the session (its Markdown memory). The source "
             "file is not changed."
@@ -29,7 +34,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("path", metavar="PATH", help="the session file to continue")
     p.add_argument("--to", choices=TARGETS, required=True, help="the agent to continue in")
-    p.add_argument("--model", required=True, help="the model the target agent runs")
+    p.add_argument(
+        "--model",
+        required=True,
+        help="the model the target agent runs (OpenCode: provider/model)",
+    )
     p.add_argument(
         "--from", dest="source", choices=tuple(FORMATS), help="the file's format (default: found)"
     )
@@ -37,10 +46,17 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--home",
         type=Path,
-        help="the home folder (default: ~; for Codex, $CODEX_HOME when it is set)",
+        help=(
+            "the home folder (default: ~; for Codex, $CODEX_HOME when it is set; for Gemini CLI, "
+            "$GEMINI_CLI_HOME)"
+        ),
     )
     p.add_argument(
-        "--session-id", help="the new session's id (default: a new UUID; Codex needs a UUID)"
+        "--session-id",
+        help=(
+            "the new session's id (default: a new one; Codex and Gemini CLI need a UUID, "
+            "OpenCode an id starting with ses)"
+        ),
     )
     p.add_argument(
         "--no-brief", action="store_true", help="print the resume commands only, not the brief"

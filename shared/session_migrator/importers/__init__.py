@@ -1,6 +1,6 @@
 """Importers for agent session files: Codex CLI rollouts and Claude Code sessions; and the
-writers of the agents' own session files (:func:`write_claude_code`, :func:`write_codex`), for a
-handoff.
+writers of the agents' own session files (:func:`write_claude_code`, :func:`write_codex`,
+:func:`write_gemini`, :func:`write_opencode`), for a handoff.
 
 Each importer reads one file into an :class:`ImportResult` whose ``session`` holds core
 :class:`~session_migrator.Message` objects with tool calls paired to their results, stable ids
@@ -25,7 +25,9 @@ from session_migrator.importers._claude_code_writer import claude_project_dir, w
 from session_migrator.importers._codex import import_codex
 from session_migrator.importers._codex_writer import codex_sessions_dir, write_codex
 from session_migrator.importers._common import PLACEHOLDER_RESULT, ImportResult
+from session_migrator.importers._gemini_writer import gemini_chats_dir, write_gemini
 from session_migrator.importers._handoff import TARGETS, Handoff, handoff
+from session_migrator.importers._opencode_writer import write_opencode
 
 __all__ = [
     "FORMATS",
@@ -36,12 +38,15 @@ __all__ = [
     "claude_project_dir",
     "codex_sessions_dir",
     "find_session_files",
+    "gemini_chats_dir",
     "handoff",
     "import_claude_code",
     "import_codex",
     "import_file",
     "write_claude_code",
     "write_codex",
+    "write_gemini",
+    "write_opencode",
 ]
 
 Importer = Callable[..., ImportResult]

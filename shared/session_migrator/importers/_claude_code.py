@@ -5,9 +5,11 @@ content is a string or a list of blocks: ``text``, ``tool_use`` (assistant), ``t
 ``image`` (user). One model response is often written as several ``assistant`` entries, one block
 each, with the same ``message.id``: they are merged back into one assistant message. A
 ``tool_result`` becomes a ``role="tool"`` message after its call (``is_error`` results start with
-``[tool error]``). ``thinking`` blocks are skipped with a count (signed for the source model
-only); so are API error notices (``isApiErrorMessage``) and sub-agent entries (``isSidechain``)
-inside a main session file.
+``[tool error]``). Each assistant message keeps the model that wrote it
+(``extra["source_model"]``) and the text of its ``thinking`` blocks (``extra["reasoning"]``; the
+signature, valid for the source model only, is dropped; ``redacted_thinking`` is skipped with a
+count); each message keeps its entry's ``timestamp``. API error notices (``isApiErrorMessage``)
+and sub-agent entries (``isSidechain``) inside a main session file are skipped with a count.
 
 A sub-agent transcript (``<session>/subagents/agent-<id>.jsonl``: every entry ``isSidechain``,
 with an ``agentId`` and the parent's ``sessionId``) is its own session, ``<parent>/agent-<id>``,
@@ -285,7 +287,10 @@ class _Reader:
         self.facts: dict[str, str] = {}
         self._key = key
         self._unknown: set[str] = set()
-        self._pending: tuple[str | None, str, list[str], list[ToolCall]] | None = None
+        # the response being merged: id, message id, texts, calls, model, thinking texts
+        self._pending: (
+            tuple[str | None, str, list[str], list[ToolCall], list[str], list[str]] | None
+        ) = None
 
     def scan(self, records: list[Record]) -> None:
         """Read what is not a message: titles, cwd, version, skipped entry types."""
@@ -332,8 +337,16 @@ class _Reader:
     def flush(self) -> None:
         """Emit the assistant response being merged, if any."""
         if self._pending is not None:
-            _, msg_id, texts, calls = self._pending
-            self.conversation.message("assistant", "\n\n".join(texts), id=msg_id, calls=calls)
+            _, msg_id, texts, calls, model, thoughts = self._pending
+            for thought in thoughts:
+                self.conversation.reasoning(thought)
+            self.conversation.message(
+                "assistant",
+                "\n\n".join(texts),
+                id=msg_id,
+                calls=calls,
+                model=model[-1] if model else None,
+            )
             self._pending = None
 
     def _assistant(self, rec: Record) -> None:
@@ -345,11 +358,12 @@ class _Reader:
         response_id = message.get("id") if isinstance(message.get("id"), str) else None
         if self._pending is None or response_id is None or self._pending[0] != response_id:
             self.flush()
-            self._pending = (response_id, self._id(rec), [], [])
+            self._pending = (response_id, self._id(rec), [], [], [], [])
             self.conversation.stamp(self._pending[1], rec)
-        _, _, texts, calls = self._pending
+        _, _, texts, calls, used, thoughts = self._pending
         model = message.get("model")
         if isinstance(model, str) and model:
+            used.append(model)
             if model in self.models:
                 self.models.remove(model)
             self.models.append(model)
@@ -374,6 +388,11 @@ class _Reader:
                 name = block.get("name") if isinstance(block.get("name"), str) else "tool"
                 args = json.dumps(block.get("input", {}), ensure_ascii=False)
                 calls.append(ToolCall(block["id"], str(name), args))
+            elif btype == "thinking" and isinstance(block.get("thinking"), str):
+                if block["thinking"].strip():
+                    thoughts.append(block["thinking"])
+                else:
+                    self.stats.skip("thinking")  # (an empty block: a signature only)
             elif btype in ("thinking", "redacted_thinking"):
                 self.stats.skip("thinking")
             else:

@@ -2,13 +2,16 @@
 
 Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}``:
 
-- ``session_meta``: the session id, cwd, CLI version, git info (and the base instructions, which
+- ``session_meta``: the session id, cwd, CLI version, git branch, commit and repository URL
+  (``git_branch``, ``git_commit``, ``git_repository_url``; and the base instructions, which
   are not turned into a message: counted as ``base_instructions``);
 - ``response_item``: what the model saw and said. ``message`` (roles user, assistant, developer,
   system; ``developer`` becomes ``system``), ``function_call`` / ``custom_tool_call`` /
-  ``local_shell_call`` and their ``*_output`` results, paired by ``call_id``. ``reasoning`` items
-  are skipped with a count: they are encrypted or summarised for the source model only and mean
-  nothing to another model. ``web_search_call`` has no result in the file: skipped with a count;
+  ``local_shell_call`` and their ``*_output`` results, paired by ``call_id``. A ``reasoning``
+  item's summary text goes with the next assistant message as ``extra["reasoning"]`` (its
+  encrypted content, for the source model only, is dropped; an item without a summary is
+  skipped with a count); each assistant message keeps the model of its turn as
+  ``extra["source_model"]``. ``web_search_call`` has no result in the file: skipped with a count;
   so are ``ghost_snapshot`` (the harness's undo commits), ``compaction`` (encrypted for the source
   model) and ``image_generation_call`` items;
 - ``event_msg``: UI events. A ``user_message`` whose prompt no ``response_item`` user message of
@@ -162,6 +165,7 @@ class _Reader:
         self._key = key
         self._unknown: set[str] = set()
         self._prompts: set[int] = set()
+        self._turn_model: str | None = None
 
     def read(self, records: list[Record]) -> None:
         self._prompts = _event_prompts(records)
@@ -241,6 +245,7 @@ class _Reader:
             self.cwd = payload["cwd"]
 
     def _model(self, model: str) -> None:
+        self._turn_model = model
         if model and (not self.models or self.models[-1] != model):
             if model in self.models:
                 self.models.remove(model)
@@ -288,7 +293,7 @@ class _Reader:
             if call is None:
                 self.stats.skip(f"malformed:{itype}")
             else:
-                conv.tool_call(call, id=self._id(rec))
+                conv.tool_call(call, id=self._id(rec), model=self._turn_model)
                 conv.stamp(self._id(rec), rec)
         elif itype in _OUTPUT_TYPES:
             call_id = item.get("call_id")
@@ -298,7 +303,16 @@ class _Reader:
             conv.tool_output(call_id, _output_text(item.get("output")), id=conv.result_id(call_id))
             conv.stamp(conv.result_id(call_id), rec)
         elif itype == "reasoning":
-            self.stats.skip("reasoning")
+            summary = item.get("summary")
+            texts = [
+                b["text"]
+                for b in (summary if isinstance(summary, list) else ())
+                if isinstance(b, Mapping) and isinstance(b.get("text"), str) and b["text"].strip()
+            ]
+            if texts:
+                conv.reasoning("\n\n".join(texts))
+            else:
+                self.stats.skip("reasoning")
         elif itype == "web_search_call":
             self.stats.skip("web_search_call")
         elif isinstance(itype, str) and itype in _SKIPPED_ITEMS:
@@ -314,7 +328,7 @@ class _Reader:
         parts = self._parts(item.get("content"), role)
         if role == "assistant":
             text = "\n".join(p.text or "" for p in parts if p.type == "text")
-            self.conversation.message("assistant", text, id=self._id(rec))
+            self.conversation.message("assistant", text, id=self._id(rec), model=self._turn_model)
         else:
             self.conversation.message(role, text_or_parts(parts), id=self._id(rec))
         self.conversation.stamp(self._id(rec), rec)
@@ -384,8 +398,13 @@ class _Reader:
         if self.last_entry_at is not None:
             out[LAST_ENTRY_KEY] = self.last_entry_at
         git = meta.get("git")
-        if isinstance(git, Mapping) and isinstance(git.get("branch"), str):
-            out["git_branch"] = git["branch"]
+        for key, name in (
+            ("branch", "git_branch"),
+            ("commit_hash", "git_commit"),
+            ("repository_url", "git_repository_url"),
+        ):
+            if isinstance(git, Mapping) and isinstance(git.get(key), str) and git[key]:
+                out[name] = git[key]
         return out
 
 

@@ -33,10 +33,20 @@ from typing import Any
 
 from session_migrator._errors import ImportFormatError
 from session_migrator.importers._import_result import LAST_ENTRY_KEY, TIMESTAMPS_KEY, ImportResult
-from session_migrator.messages._messages import MARKER_KEY, ContentPart, Message, Role, ToolCall
+from session_migrator.messages._messages import (
+    MARKER_KEY,
+    MODEL_KEY,
+    REASONING_KEY,
+    ContentPart,
+    Message,
+    Role,
+    ToolCall,
+)
 
 __all__ = [
     "LAST_ENTRY_KEY",
+    "MODEL_KEY",
+    "REASONING_KEY",
     "TIMESTAMPS_KEY",
     "Conversation",
     "ImportResult",
@@ -189,6 +199,7 @@ class _Turn:
     id: str
     calls: list[ToolCall] = field(default_factory=list)
     open: bool = False  # an assistant turn that later tool calls may still join
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -212,6 +223,20 @@ class Conversation:
         self._key = key
         self._items: list[_Turn | _Output] = []
         self._times: dict[str, str] = {}
+        self._reasoning: list[str] = []
+
+    def reasoning(self, text: str) -> None:
+        """Note a reasoning summary: it goes with the next (or open) assistant message."""
+        if text.strip():
+            self._reasoning.append(text.strip())
+
+    def _take_reasoning(self, turn: _Turn) -> None:
+        if self._reasoning:
+            before = turn.extra.get(REASONING_KEY)
+            turn.extra[REASONING_KEY] = "\n\n".join(
+                [*([before] if before else []), *self._reasoning]
+            )
+            self._reasoning = []
 
     def message(
         self,
@@ -220,17 +245,29 @@ class Conversation:
         *,
         id: str,
         calls: list[ToolCall] | None = None,
+        model: str | None = None,
     ) -> None:
-        """Add a system, user or assistant message (an assistant one may carry calls)."""
-        self._items.append(_Turn(role, content, id, list(calls or ()), open=role == "assistant"))
+        """Add a system, user or assistant message (an assistant one may carry calls, and the
+        ``model`` that wrote it, kept as ``extra["source_model"]``)."""
+        turn = _Turn(role, content, id, list(calls or ()), open=role == "assistant")
+        if role == "assistant":
+            if model:
+                turn.extra[MODEL_KEY] = model
+            self._take_reasoning(turn)
+        self._items.append(turn)
 
-    def tool_call(self, call: ToolCall, *, id: str) -> None:
+    def tool_call(self, call: ToolCall, *, id: str, model: str | None = None) -> None:
         """Add one call; it joins the open assistant message or starts a new one with ``id``."""
         last = self._items[-1] if self._items else None
         if isinstance(last, _Turn) and last.open:
             last.calls.append(call)
+            turn = last
         else:
-            self._items.append(_Turn("assistant", "", id, [call], open=True))
+            turn = _Turn("assistant", "", id, [call], open=True)
+            self._items.append(turn)
+        if model:
+            turn.extra.setdefault(MODEL_KEY, model)
+        self._take_reasoning(turn)
 
     def tool_output(self, call_id: str, content: str, *, id: str) -> None:
         """Add the result of the call ``call_id``."""
@@ -290,7 +327,13 @@ class Conversation:
                 self._stats.skip("empty_message")
                 continue
             messages.append(
-                Message(item.role, item.content, tool_calls=tuple(item.calls), id=item.id)
+                Message(
+                    item.role,
+                    item.content,
+                    tool_calls=tuple(item.calls),
+                    id=item.id,
+                    extra=item.extra,
+                )
             )
             for call in item.calls:
                 out = outputs.get(call.id)

@@ -13,7 +13,9 @@ from session_migrator.importers._claude_code import import_claude_code
 from session_migrator.importers._claude_code_writer import write_claude_code
 from session_migrator.importers._codex import import_codex
 from session_migrator.importers._codex_writer import write_codex
+from session_migrator.importers._gemini_writer import write_gemini
 from session_migrator.importers._import_result import ImportResult
+from session_migrator.importers._opencode_writer import write_opencode
 from session_migrator.messages._messages import Message
 from session_migrator.migration._migrate import migrate
 from session_migrator.migration._report import MigrationReport
@@ -23,7 +25,7 @@ from session_migrator.summaries._memory_doc import export_markdown
 __all__ = ["TARGETS", "Handoff", "handoff"]
 
 #: The agents a session can be handed to.
-TARGETS = ("claude-code", "codex")
+TARGETS = ("claude-code", "codex", "gemini-cli", "opencode")
 #: How the blocks begin that a source agent's harness puts in the conversation to describe itself
 #: to its model (Codex's sandbox and permissions, skills, environment, collaboration mode, a
 #: model switch): the target describes its own, so a message made only of one is not handed
@@ -44,8 +46,10 @@ RESUME_PROMPT = "Where were we? Continue from the last state."
 #: schemas, skills and environment), kept free of the handed-off session, at most an eighth of
 #: the window. Measured against the loopback emulators with a one-line session: Codex 0.169
 #: about 8.3k tokens; Claude Code 2.1 about 27k (38k by the Messages API emulator's upper bound),
-#: and it asks for ``max_tokens`` 32,000, within the output reserve of the fit.
-HARNESS_TOKENS = {"claude-code": 30_000, "codex": 9_000}
+#: and it asks for ``max_tokens`` 32,000, within the output reserve of the fit. Gemini CLI: not
+#: measured (its system prompt and tool declarations are estimated at about 15k tokens);
+#: OpenCode: not measured either (the same estimate).
+HARNESS_TOKENS = {"claude-code": 30_000, "codex": 9_000, "gemini-cli": 15_000, "opencode": 15_000}
 
 
 @dataclass(frozen=True)
@@ -93,14 +97,17 @@ def handoff(
     source: str | None = None,
 ) -> Handoff:
     """Continue the session of ``path`` (a Codex rollout or a Claude Code session; ``source``
-    says which, else both are tried) in agent ``to`` (``claude-code`` or ``codex``) on
+    says which, else both are tried) in agent ``to`` (one of :data:`TARGETS`) on
     ``model``: fitted to the model's window and written under ``home`` (default ``~``) where that
     agent looks for its sessions (``~/.claude/projects/...``; ``~/.codex/sessions/...``, or
-    ``$CODEX_HOME`` when ``home`` is not given), in the session's working directory (``cwd``
-    overrides it) and branch. What the source agent's harness told its model about itself is
-    left out (:data:`HARNESS_BLOCKS`): the target tells its own. Room for the target's own
-    harness prompt and tools is kept free (:data:`HARNESS_TOKENS`). For Codex ``session_id``
-    must be a UUID."""
+    ``$CODEX_HOME`` when ``home`` is not given; ``~/.gemini/tmp/<project>/chats/...``, or under
+    ``$GEMINI_CLI_HOME``; for OpenCode an export under ``~/.local/share/opencode/handoff/`` that
+    the printed command brings in with ``opencode import``, ``model`` as ``provider/model``), in
+    the session's working directory (``cwd`` overrides it) and branch. What the source agent's
+    harness told its model about itself is left out (:data:`HARNESS_BLOCKS`): the target tells
+    its own. Room for the target's own
+    harness prompt and tools is kept free (:data:`HARNESS_TOKENS`). For Codex and Gemini CLI
+    ``session_id`` must be a UUID; for OpenCode it starts with ``ses``."""
     if to not in TARGETS:
         raise ValueError(f"to must be one of {', '.join(TARGETS)}, not {to!r}")
     file = Path(path).expanduser()
@@ -131,6 +138,21 @@ def handoff(
             f"{at}codex resume {sid} -m {shlex.quote(model)}",
             f"{at}codex exec resume -m {shlex.quote(model)} {sid} {shlex.quote(RESUME_PROMPT)}",
         )
+    elif to == "opencode":
+        sid, written = write_opencode(
+            fitted.messages, cwd=where, model=model, home=None if home is None else base,
+            session_id=session_id, title=str(session.metadata.get("title") or ""),
+        )  # fmt: skip
+        load = f"{at}opencode import {shlex.quote(str(written))} && opencode"
+        flags = f"--session {sid} -m {shlex.quote(model)}"
+        commands = (f"{load} {flags}", f"{load} run {flags} {shlex.quote(RESUME_PROMPT)}")
+    elif to == "gemini-cli":
+        sid, written = write_gemini(
+            fitted.messages, cwd=where, home=None if home is None else base, session_id=session_id,
+            model=model,
+        )  # fmt: skip
+        flags = f"--resume {sid} -m {shlex.quote(model)}"
+        commands = (f"{at}gemini {flags}", f"{at}gemini {flags} -p {shlex.quote(RESUME_PROMPT)}")
     else:
         sid, written = write_claude_code(
             fitted.messages,

@@ -231,7 +231,18 @@ class Message:
 
 
 _OPENAI_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "id"}
-_PRIVATE_EXTRA = {"openai_null_content", "openai_role", "openai_tool_calls"}
+#: Keys under ``Message.extra`` the importers fill from an agent's file: the model that wrote an
+#: assistant message, and its reasoning summary (a Codex ``reasoning`` summary, a Claude Code
+#: ``thinking`` block). Kept in the store; never sent to a model as message keys.
+MODEL_KEY = "source_model"
+REASONING_KEY = "reasoning"
+_PRIVATE_EXTRA = {
+    "openai_null_content",
+    "openai_role",
+    "openai_tool_calls",
+    MODEL_KEY,
+    REASONING_KEY,
+}
 
 
 def _part_from_openai(part: Any, index: int | None) -> ContentPart:
