@@ -31,6 +31,7 @@ from session_migrator.fitting._units import Ledger, build_units
 from session_migrator.messages._rules import chat_rule_violations
 from session_migrator.models._windows import ModelWindow
 from session_migrator.recall._bm25 import MAX_QUERY_TERMS, RelevanceIndex, rank_by_relevance
+from session_migrator.sessions._keys import stored_summary
 from session_migrator.summaries._sentences import _score, _score_all
 
 PIECES = [
@@ -132,7 +133,9 @@ def test_a_ledger_refit_equals_a_fit_from_scratch(seed: int, strategy: str) -> N
             plain.units_cost,
         )
         assert [u.indices for u in layout.units] == [u.indices for u in plain.units]
-        stored = fitter._stored_summary()  # the rolling summary the fitter starts from
+        stored = stored_summary(
+            fitter.store, fitter.session_id
+        )  # the rolling summary it starts from
         previous = stored[0] if stored else None
         try:
             expected = migrate(
