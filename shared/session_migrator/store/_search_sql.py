@@ -74,12 +74,18 @@ class PostgresSearch:
             ("s.user_id", user_id) if user_id is not None else ("s.workspace", workspace)
         )
         assert value is not None
+        # the index first, once (MATERIALIZED: not a GIN scan per session of the scope, the
+        # plan a table without statistics yet gets), then the scope's best, then their bodies
         rows = self._read(
-            "SELECT s.id, s.name, m.body FROM sm_messages m "
-            "JOIN sm_sessions s ON s.id = m.session_id, "
-            "websearch_to_tsquery('english', %s) AS q "
-            f"WHERE m.search @@ q AND {column} = %s "
-            "ORDER BY ts_rank(m.search, q) DESC, m.created_at DESC, m.seq DESC LIMIT %s",
+            "WITH q AS (SELECT websearch_to_tsquery('english', %s) AS q), "
+            "hits AS MATERIALIZED (SELECT m.session_id, m.seq, m.created_at, "
+            "ts_rank(m.search, q.q) AS rank FROM sm_messages m, q WHERE m.search @@ q.q), "
+            "best AS (SELECT h.session_id, h.seq, h.created_at, h.rank, s.name FROM hits h "
+            f"JOIN sm_sessions s ON s.id = h.session_id WHERE {column} = %s "
+            "ORDER BY h.rank DESC, h.created_at DESC, h.seq DESC LIMIT %s) "
+            "SELECT b.session_id, b.name, m.body FROM best b JOIN sm_messages m "
+            "ON m.session_id = b.session_id AND m.seq = b.seq "
+            "ORDER BY b.rank DESC, b.created_at DESC, b.seq DESC",
             (" or ".join(terms), ik(value), limit),
         )
         return [
