@@ -1,6 +1,7 @@
 """The scale benchmark of recall across sessions (:mod:`benchmarks.cross_session_scale`) at a
 small scale: every planted fact's evidence reaches the model of a new session of the user, cold
-and warm (the times are reported by the benchmark, not asserted here)."""
+and warm (the times are reported by the benchmark, not asserted here), the oldest too when the
+user's sessions hold more messages than recall reads (the store's search index finds it)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from benchmarks import cross_session_scale
 
 
 def test_planted_evidence_reaches_a_new_session_of_the_user() -> None:
-    result = cross_session_scale.run(quick=True, sessions=30, messages=40)
-    assert result["sessions"] == 30
+    # 60 sessions of 100 messages: more than the 5,000 messages read by recency
+    result = cross_session_scale.run(quick=True, sessions=60, messages=100)
+    assert result["sessions"] == 60
     figures = result["backends"]["sqlite"]
     assert len(figures["facts"]) == len(cross_session_scale.FACTS)
     for fact in figures["facts"]:
