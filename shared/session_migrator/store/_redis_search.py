@@ -12,8 +12,9 @@ keys are digests, as every key of the store is, and the index holds no word in c
 A search intersects each of the question's words' sets with the user's (or workspace's) set
 of sessions (``SINTER``, one round trip for all words), ranks those sessions by the rarity of
 the words they hold, reads the words of the best :data:`SEARCHED_SESSIONS` sessions' messages,
-ranks the messages, and reads the bodies of the hits only. Sessions whose keys expired (a TTL)
-are skipped.
+ranks the messages, and reads the bodies of the hits only. A session whose keys expired (a
+TTL) is skipped, and taken out of the sets of the words searched (the sets of other words keep
+its digest until a search of them: a digest, not its words).
 """
 
 from __future__ import annotations
@@ -112,11 +113,15 @@ class RedisSearch:
             pipe.hgetall(f"{self.prefix}s:{digest}:words")
         replies = pipe.execute()
         candidates: list[tuple[str, tuple[str, str], set[str]]] = []
+        gone = self._client.pipeline(transaction=False)
         for digest, sid, words in zip(best, replies[::2], replies[1::2], strict=True):
-            if sid is None:
-                continue  # (its keys expired)
+            if sid is None:  # (its keys expired: its entries of the words asked go too)
+                for term in terms:
+                    gone.srem(self._word_prefix + term, digest)
+                continue
             for mid, text in words.items():
                 candidates.append((digest, (dk(_text(sid)), _text(mid)), set(_text(text).split())))
+        gone.execute()
         hits = rank_hits(candidates, terms, limit)
         pipe = self._client.pipeline(transaction=False)
         for digest, (_, mid) in hits:
