@@ -17,6 +17,9 @@
 - what a long conversation costs turn by turn (prefix-cache reuse, uncached tokens, $ per 100
   turns, waits, summaries, retention), this project's surfaces beside SummarizationMiddleware,
   trim_messages and LlamaIndex Memory (:mod:`benchmarks.conversation_cost`);
+- recall across sessions at scale: one user with 1,000 sessions of 100 messages, the fit of a
+  new session with ``recall_scope="user"`` (p50 / p95, cold and warm), whether planted facts
+  reach the model, and the store's growth (:mod:`benchmarks.cross_session_scale`);
 - the HTTP API under load: concurrent clients appending and fitting through uvicorn, beside the
   same calls in-process (:mod:`benchmarks.http_load`).
 
@@ -47,6 +50,7 @@ from benchmarks import (
     agent_progress,
     agent_session,
     conversation_cost,
+    cross_session_scale,
     embeddings_cost,
     fact_retention,
     http_load,
@@ -233,6 +237,13 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             conversation_cost.markdown(report["conversation_cost"]),
         ]
+    if "cross_session_scale" in report:
+        parts += [
+            "",
+            "## Recall across sessions at scale (issue 43)",
+            "",
+            cross_session_scale.markdown(report["cross_session_scale"]),
+        ]
     if "http_load" in report:
         parts += [
             "",
@@ -252,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
     parser.add_argument("--skip", action="append", default=[],
                         choices=["speed", "retention", "locomo", "store", "listeners",
-                                 "embeddings", "cost", "http"],
+                                 "embeddings", "cost", "http", "scale"],
                         help="repeatable")  # fmt: skip
     parser.add_argument("--out", type=Path, help="folder for results.md and results.json")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a floor fails")
@@ -310,6 +321,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except FileNotFoundError as exc:
             report["cost_skipped"] = str(exc)
+    if "scale" not in args.skip:
+        print("recall across sessions at scale ...", file=sys.stderr, flush=True)
+        report["cross_session_scale"] = cross_session_scale.run(quick=args.quick)
     if "http" not in args.skip:
         print("the HTTP API under load ...", file=sys.stderr, flush=True)
         report["http_load"] = http_load.run(seconds=3.0 if args.quick else 10.0)

@@ -287,9 +287,9 @@ def test_redis_refuses_a_store_of_another_schema_version(redis_url: str) -> None
     prefix = store.prefix  # type: ignore[attr-defined]
     client = redis_lib.Redis.from_url(redis_url.partition("?")[0])
     try:
-        assert client.get(f"{prefix}schema") == b"3"
-        client.set(f"{prefix}schema", "4")  # a newer version took the store over
-        with pytest.raises(StoreError, match=r"schema version 4.*writes version 3"):
+        assert client.get(f"{prefix}schema") == b"4"
+        client.set(f"{prefix}schema", "5")  # a newer version took the store over
+        with pytest.raises(StoreError, match=r"schema version 5.*writes version 4"):
             store.append("s", [Message("user", "again", id="m2")])
         model_key = "k"
         with pytest.raises(StoreError, match="schema version"):
@@ -312,7 +312,7 @@ def test_redis_upgrades_a_store_of_version_one_in_place(redis_url: str) -> None:
     _as_written_before(store, "redis", "s")
     store.close()
     with open_store(redis_url) as reopened:
-        assert client.get(f"{prefix}schema") == b"3"
+        assert client.get(f"{prefix}schema") == b"4"
         assert not client.exists(f"{prefix}s:{digest}:vectors")
         assert reopened.erase_user(5) == 1
 
@@ -325,10 +325,10 @@ def test_redis_upgrades_a_store_of_version_two_in_place(redis_url: str) -> None:
     store.append("s", [Message("user", "hello", id="m1")])
     client, prefix = store._client, store.prefix  # type: ignore[attr-defined]
     client.set(f"{prefix}schema", "2")
-    with pytest.raises(StoreError, match=r"schema version 2.*writes version 3"):
+    with pytest.raises(StoreError, match=r"schema version 2.*writes version 4"):
         store.append("s", [Message("user", "again", id="m2")])
     with open_store(redis_url) as reopened:
-        assert client.get(f"{prefix}schema") == b"3"
+        assert client.get(f"{prefix}schema") == b"4"
         assert [m.id for m in reopened.load("s")] == ["m1"]
         assert reopened.acquire_lease("s", "compaction", "a", 30)
         assert reopened.delete_session("s")

@@ -162,8 +162,17 @@ def test_expired_sessions_leave_a_users_other_sessions_and_recall(redis_url: str
         keep.append("today", [Message("user", "hi", id="t1")], metadata={"user_id": "ann"})
         _fill(short, "trip")
         assert {s.id for s in related_sessions(keep, "today", "user").sessions} == {"trip"}
+        assert [sid for sid, _ in keep.search_messages("sakura", user_id="ann")] == ["trip"]
         time.sleep(1.3)
         assert related_sessions(keep, "today", "user").sessions == ()
+        # its index entries: no hit, and the words searched no longer name it
+        assert keep.search_messages("sakura", user_id="ann") == []
+        assert keep.search_messages("sakura", workspace="travel") == []
+        prefix = keep.prefix  # type: ignore[attr-defined]
+        from session_migrator.store._redis_search import word_key
+
+        raw = keep._client  # type: ignore[attr-defined]
+        assert raw.smembers(f"{prefix}w:{word_key('sakura')}") == set()
         assert [sid for sid, _ in user_messages(keep, "ann")] == ["today"]
         assert keep.erase_user("ann") == 1
 

@@ -265,8 +265,8 @@ def _assert_redis_keys_are_digests(store: BaseSessionStore) -> None:
     assert isinstance(store, RedisStore)
     prefix = re.escape(store.prefix)
     pattern = re.compile(
-        rf"{prefix}(schema|sessions|(ws|user):[0-9a-f]{{32}}|s:[0-9a-f]{{32}}:"
-        r"(meta|order|bodies|times|offload|tokens|summary|migrations|leases"
+        rf"{prefix}(schema|sessions|(ws|user):[0-9a-f]{{32}}|w:[0-9a-f]{{12}}|s:[0-9a-f]{{32}}:"
+        r"(meta|order|bodies|times|offload|tokens|summary|migrations|leases|words|wordcounts"
         r"|lease:[0-9a-f]{32}))"
     )
     keys = [k.decode() for k in store._client.scan_iter(match=f"{store.prefix}*")]
@@ -347,7 +347,11 @@ def _check_migrated(store: BaseSessionStore) -> None:
     store.put_vectors("old-session", "model-a", {ids[0]: vector})  # the 0004/0005 table works
     assert store.get_vectors("old-session", "model-a", ids) == {ids[0]: vector}
     assert [m.text for m in store.load("old-session")][:3] == ["old 0", "old 1", "old 2"]
+    # the 0008 search index holds the messages stored before it
+    hits = store.search_messages("old", user_id=V1_USER)
+    assert sorted(m.text for _, m in hits) == ["old 0", "old 1", "old 2"]
     assert store.erase_user(V1_USER) == 1  # the 0002 column was backfilled
+    assert store.search_messages("old", user_id=V1_USER) == []
 
 
 def test_sqlite_schema_is_migrated_from_the_first_one(tmp_path: Path) -> None:
@@ -382,7 +386,7 @@ def test_sqlite_schema_is_migrated_from_the_first_one(tmp_path: Path) -> None:
     conn.close()
     assert names == [
         "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors",
-        "0005_vectors_by_text", "0006_numeric_user_ids", "0007_leases",
+        "0005_vectors_by_text", "0006_numeric_user_ids", "0007_leases", "0008_message_search",
     ]  # fmt: skip
 
 
@@ -409,7 +413,7 @@ def test_postgres_schema_is_migrated_from_the_first_one(postgres_url: str) -> No
         names = [r[0] for r in conn.execute("SELECT name FROM sm_schema_migrations ORDER BY name")]
     assert names == [
         "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors",
-        "0005_vectors_by_text", "0006_numeric_user_ids", "0007_leases",
+        "0005_vectors_by_text", "0006_numeric_user_ids", "0007_leases", "0008_message_search",
     ]  # fmt: skip
 
 

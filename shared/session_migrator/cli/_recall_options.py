@@ -46,12 +46,14 @@ def add_recall_scope(parser: argparse.ArgumentParser, *, from_file: bool = False
 def related_from_args(
     store: BaseSessionStore, session_id: str, args: argparse.Namespace
 ) -> RelatedSessions | None:
-    """The other sessions ``--recall-scope`` names (``None`` for the session scope)."""
+    """The other sessions ``--recall-scope`` names (``None`` for the session scope); those the
+    store's search index finds for ``--query`` (else the session's newest user message) first."""
     if args.recall_scope == "session":
         return None
     from session_migrator.store import related_sessions
 
-    return related_sessions(store, session_id, args.recall_scope)
+    query = getattr(args, "query", None) or store.load(session_id)
+    return related_sessions(store, session_id, args.recall_scope, query=query)
 
 
 def related_for_file(args: argparse.Namespace) -> RelatedSessions | None:

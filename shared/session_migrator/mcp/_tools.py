@@ -148,7 +148,7 @@ class SessionTools:
                 from session_migrator.store import related_sessions
 
                 self._require(session_id)
-                related = related_sessions(self.store, session_id, scope)
+                related = related_sessions(self.store, session_id, scope, query=query or messages)
             result = migrate(
                 messages,
                 window,

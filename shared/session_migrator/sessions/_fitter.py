@@ -284,7 +284,7 @@ class SessionFitter:
             messages = self._view.view(self.store, self.session_id, self.refresh())
             strategy_name = self.strategy if isinstance(self.strategy, str) else self.strategy.name
             counter = counter or default_counter(window)
-            related = self._related_sessions()
+            related = self._related_sessions(query or messages)
             notes = session_notes(
                 self.store, self.session_id, self.metadata, self.user_facts, window, counter
             )
@@ -401,14 +401,14 @@ class SessionFitter:
 
     # -- store bookkeeping -----------------------------------------------------------------
 
-    def _related_sessions(self) -> RelatedSessions | None:
-        """The other sessions recall draws on (``None``: the session scope)."""
+    def _related_sessions(self, query: str | list[Message]) -> RelatedSessions | None:
+        """The other sessions recall draws on (``None``: the session scope), found first."""
         if self.recall_scope == "session":
             return None
         from session_migrator.store import related_sessions
 
         self._related = related_sessions(
-            self.store, self.session_id, self.recall_scope, previous=self._related
+            self.store, self.session_id, self.recall_scope, previous=self._related, query=query
         )
         return self._related
 

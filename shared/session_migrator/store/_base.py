@@ -32,6 +32,7 @@ from session_migrator.store._backend import (
 )
 from session_migrator.store._guard import check_id, guard_class
 from session_migrator.store._offload import is_offloaded, offload
+from session_migrator.store._search import NoSearch
 from session_migrator.store._types import (
     MessageNotFoundError,
     MigrationRecord,
@@ -45,7 +46,7 @@ from session_migrator.store._vectors import NoVectors
 __all__ = ["BaseSessionStore", "check_id"]
 
 
-class BaseSessionStore(NoVectors, AsyncMixin, BackendPrimitives):
+class BaseSessionStore(NoSearch, NoVectors, AsyncMixin, BackendPrimitives):
     """Shared behaviour of every backend. See :class:`~session_migrator.store.SessionStore`.
 
     ``offload_threshold`` (tokens, ``None`` = off) turns on offloading of large tool outputs;

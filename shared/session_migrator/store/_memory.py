@@ -23,6 +23,7 @@ from session_migrator.messages._messages import Message
 from session_migrator.store import _codec
 from session_migrator.store._backend import Clock, Record
 from session_migrator.store._base import BaseSessionStore
+from session_migrator.store._search import MemorySearch, words_of
 from session_migrator.store._types import (
     MessageNotFoundError,
     MigrationRecord,
@@ -70,9 +71,17 @@ class _Stored:
     kept: Message | str
     created_at: float
 
+    # its searchable words, made at its first search (they go with it: see _search)
+    searched: frozenset[str] | None = None
+
     def message(self) -> Message:
         kept = self.kept
         return kept if isinstance(kept, Message) else _codec.message_from_json(kept)
+
+    def words(self) -> frozenset[str]:
+        if self.searched is None:
+            self.searched = frozenset(words_of(self.message().text))
+        return self.searched
 
 
 def _frozen(message: Message) -> Message | None:
@@ -112,7 +121,7 @@ class _Session:
         )
 
 
-class MemoryStore(MemoryVectors, BaseSessionStore):
+class MemoryStore(MemorySearch, MemoryVectors, BaseSessionStore):
     """A session store in memory (``memory://``)."""
 
     def __init__(self, *, offload_threshold: int | None = None, clock: Clock | None = None) -> None:

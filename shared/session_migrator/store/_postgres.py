@@ -28,6 +28,8 @@ from session_migrator.store._connections import ThreadConnections
 from session_migrator.store._postgres_conn import bounded, split_url
 from session_migrator.store._postgres_records import PostgresRecords, _full, _id, _key, _user
 from session_migrator.store._postgres_schema import PostgresVectors, migrate
+from session_migrator.store._search import search_text
+from session_migrator.store._search_sql import PostgresSearch
 from session_migrator.store._types import (
     MessageNotFoundError,
     MigrationRecord,
@@ -55,7 +57,7 @@ _SESSION_TABLES = (
 )
 
 
-class PostgresStore(PostgresVectors, PostgresRecords):
+class PostgresStore(PostgresSearch, PostgresVectors, PostgresRecords):
     """A session store in PostgreSQL (``postgresql://user@host:5432/db``)."""
 
     backend_errors = (psycopg.Error,)
@@ -163,10 +165,11 @@ class PostgresStore(PostgresVectors, PostgresRecords):
             if records:
                 ids = [ik(r.id) for r in records]
                 inserted = conn.execute(
-                    "INSERT INTO sm_messages (session_id, seq, id, name, role, body, created_at) "
-                    "SELECT %s, %s + t.ord, t.id, t.name, t.role, t.body, %s FROM unnest("
-                    "%s::text[], %s::text[], %s::text[], %s::text[]) "
-                    "WITH ORDINALITY AS t(id, name, role, body, ord) "
+                    "INSERT INTO sm_messages (session_id, seq, id, name, role, body, created_at, "
+                    "search) SELECT %s, %s + t.ord, t.id, t.name, t.role, t.body, %s, "
+                    "to_tsvector('english'::regconfig, t.words) FROM unnest("
+                    "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]) "
+                    "WITH ORDINALITY AS t(id, name, role, body, words, ord) "
                     "ON CONFLICT (session_id, id) DO NOTHING RETURNING id",
                     (
                         sid,
@@ -176,6 +179,7 @@ class PostgresStore(PostgresVectors, PostgresRecords):
                         [_full(r.id) for r in records],
                         [r.role for r in records],
                         [r.body for r in records],
+                        [search_text(r.body) for r in records],
                     ),
                 ).fetchall()
                 added = len(inserted)

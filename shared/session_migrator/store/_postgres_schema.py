@@ -131,7 +131,28 @@ _0007_LEASES: tuple[Step, ...] = (
     )""",
 )
 
+
 #: Every migration, oldest first: (name, steps). Append only.
+def _index_stored(conn: Any) -> None:
+    """Index the messages stored before the search index (see _search)."""
+    from session_migrator.store._search import search_text
+
+    rows = conn.execute("SELECT session_id, seq, body FROM sm_messages").fetchall()
+    for session_id, seq, body in rows:
+        conn.execute(
+            "UPDATE sm_messages SET search = to_tsvector('english'::regconfig, %s) "
+            "WHERE session_id = %s AND seq = %s",
+            (search_text(body), session_id, seq),
+        )
+
+
+_0008_MESSAGE_SEARCH: tuple[Step, ...] = (
+    # each message's text as words, written with it (_append); it goes with its row
+    "ALTER TABLE sm_messages ADD COLUMN search tsvector",
+    "CREATE INDEX sm_messages_search ON sm_messages USING GIN (search)",
+    _index_stored,
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0001_initial", _0001_INITIAL),
     ("0002_session_user_id", _0002_SESSION_USER_ID),
@@ -143,6 +164,7 @@ MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     # (sessions whose metadata user_id is an integer, stored before integers were matched)
     ("0006_numeric_user_ids", (_backfill_user_ids,)),
     ("0007_leases", _0007_LEASES),
+    ("0008_message_search", _0008_MESSAGE_SEARCH),
 )
 
 _LOCK_KEY = 0x5E55_104D  # pg_advisory_xact_lock key for schema changes

@@ -48,6 +48,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the dependency tes
 
 from session_migrator.store._redis_client import connect, warn_if_volatile
 from session_migrator.store._redis_schema import check_schema, schema_key
+from session_migrator.store._redis_search import RedisSearch, record_words
 from session_migrator.store._redis_ttl import RedisExpiry, ttl_millis, with_expiry
 
 __all__ = ["DEFAULT_PREFIX", "RedisStore"]
@@ -68,6 +69,12 @@ class _Keys:
     migrations: str
     vectors: str
     leases: str
+    words: str
+    wordcounts: str
+
+    @property
+    def index(self) -> tuple[str, str]:
+        return (self.words, self.wordcounts)
 
     @property
     def data(self) -> tuple[str, ...]:
@@ -82,6 +89,8 @@ class _Keys:
             self.migrations,
             self.vectors,
             self.leases,
+            self.words,
+            self.wordcounts,
         )
 
 
@@ -89,7 +98,7 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-class RedisStore(RedisExpiry, RedisVectors, BaseSessionStore):
+class RedisStore(RedisSearch, RedisExpiry, RedisVectors, BaseSessionStore):
     """A session store in Redis (``redis://host:port/db``; ``ttl``: see :mod:`._redis_ttl`)."""
 
     backend_errors = (redis.RedisError,)
@@ -182,17 +191,13 @@ class RedisStore(RedisExpiry, RedisVectors, BaseSessionStore):
             ek(user_id) if user_id is not None else "",
             repr(now),
             k.digest,
+            self._word_prefix,
         ]
         for record in records:
-            args += [ek(record.id), record.body, record.full or ""]
+            args += [ek(record.id), record.body, record.full or "", record_words(record)]
         keys = (k.meta, k.order, k.bodies, k.times, k.offload, self._all_key)
-        return int(
-            self._run(
-                self._append_script,
-                (*keys, self._workspace_key(workspace), user_key, schema_key(self.prefix)),
-                args,
-            )
-        )
+        index = (self._workspace_key(workspace), user_key, k.words, k.wordcounts)
+        return int(self._run(self._append_script, (*keys, *index, schema_key(self.prefix)), args))
 
     def _load_bodies(self, session_id: str, after: str | None) -> tuple[list[str], int]:
         k = self._keys(session_id)
@@ -211,8 +216,9 @@ class RedisStore(RedisExpiry, RedisVectors, BaseSessionStore):
 
     def _delete_ids(self, session_id: str, ids: Sequence[str], now: float) -> int:
         k = self._keys(session_id)
-        keys = (k.meta, k.order, k.bodies, k.times, k.offload, k.tokens, k.vectors)
-        return int(self._run(self._delete_script, keys, [ek(mid) for mid in ids]))
+        keys = (k.meta, k.order, k.bodies, k.times, k.offload, k.tokens, k.vectors, *k.index)
+        args = [self._word_prefix, k.digest, *(ek(mid) for mid in ids)]
+        return int(self._run(self._delete_script, keys, args))
 
     def _offloaded_bodies(self, session_id: str, ids: Sequence[str]) -> dict[str, str]:
         if not ids:
@@ -225,15 +231,18 @@ class RedisStore(RedisExpiry, RedisVectors, BaseSessionStore):
         with self._client.pipeline() as pipe:
             while True:
                 try:
-                    pipe.watch(k.meta, k.order, k.leases)  # type: ignore[no-untyped-call]
+                    pipe.watch(k.meta, k.order, k.leases, k.wordcounts)  # type: ignore[no-untyped-call]
                     meta = pipe.hgetall(k.meta)
                     if not meta or (only_if_empty and pipe.zcard(k.order) > 0):
                         pipe.unwatch()
                         return False
                     user = _text(meta.get(b"user_id", b""))
                     leases = [_text(key) for key in pipe.smembers(k.leases)]
+                    words = [_text(w) for w in pipe.hkeys(k.wordcounts)]
                     pipe.multi()
                     pipe.delete(*k.data, *leases)
+                    for word in words:  # (its search index entries, see _redis_search)
+                        pipe.srem(self._word_prefix + word, k.digest)
                     pipe.srem(self._all_key, k.digest)
                     pipe.srem(self._workspace_key(dk(_text(meta[b"workspace"]))), k.digest)
                     if user:
@@ -462,4 +471,6 @@ _KEY_NAMES = (
     "migrations",
     "vectors",
     "leases",
+    "words",
+    "wordcounts",
 )

@@ -27,11 +27,12 @@ from session_migrator.store import _codec
 from session_migrator.store._backend import normal_user_id
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._codec import key_digest
+from session_migrator.store._redis_search import index_stored
 
 __all__ = ["GUARD", "SCHEMA", "check_schema", "schema_key"]
 
 #: The version of the key layout this session-migrator reads and writes.
-SCHEMA = 3
+SCHEMA = 4
 
 #: Lua that opens a write script: refuses when the schema key (its last KEYS) is not SCHEMA.
 GUARD = f"""
@@ -44,8 +45,13 @@ end
 """
 
 
-_UPGRADE_FROM_2 = f"""
-if redis.call('GET', KEYS[1]) == '2' then redis.call('SET', KEYS[1], '{SCHEMA}') end
+_UPGRADE_FROM_2 = """
+if redis.call('GET', KEYS[1]) == '2' then redis.call('SET', KEYS[1], '3') end
+return 0
+"""
+
+_UPGRADE_FROM_3 = """
+if redis.call('GET', KEYS[1]) == '3' then redis.call('SET', KEYS[1], '4') end
 return 0
 """
 
@@ -68,6 +74,11 @@ def check_schema(client: Any, prefix: str, url: str) -> None:
         # 2 -> 3: the lease keys are new, nothing to change (compare and set: a process of a
         # newer version may have moved it on meanwhile)
         client.eval(_UPGRADE_FROM_2, 1, key)
+        found = client.get(key)
+    if found in (b"3", "3"):
+        # 3 -> 4: the search index (see _redis_search), built from the stored messages
+        index_stored(client, prefix)
+        client.eval(_UPGRADE_FROM_3, 1, key)
         found = client.get(key)
     shown = found.decode() if isinstance(found, bytes) else str(found)
     try:

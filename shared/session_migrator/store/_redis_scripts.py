@@ -19,6 +19,10 @@ Key layout under the store's prefix ``P`` (``D`` = digest of a session id, see
 ``P s:D:migrations``        LIST of JSON migration records
 ``P s:D:vectors``           HASH message id -> JSON ``{model key: base64 vector}`` (._vectors)
 ``P s:D:leases``            SET of the session's lease keys (deleted with the session)
+``P s:D:words``             HASH message id -> its searchable words, space-separated (as
+                            12-hex-digit digests: see ``_redis_search``)
+``P s:D:wordcounts``        HASH word -> how many of the session's messages hold it
+``P w:<word>``              SET of the D of the sessions holding the word (its count above 0)
 ``P s:D:lease:<digest>``    STRING the owner of a lease (by the digest of its name), expiring
                             (``PX``) with the lease
 ==========================  ==============================================================
@@ -39,12 +43,14 @@ __all__ = [
     "RELEASE_LEASE",
 ]
 
-#: KEYS meta order bodies times offload all-sessions workspace-set user-set schema;
-#: ARGV session-id workspace metadata user-id('' = none) now digest, then (id body full) triples.
+#: KEYS meta order bodies times offload all-sessions workspace-set user-set words wordcounts
+#: schema; ARGV session-id workspace metadata user-id('' = none) now digest word-key-prefix, then
+#: (id body full words) quadruples.
 APPEND = (
     GUARD
     + """
 local meta, order, bodies, times, offload = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local words, counts = KEYS[9], KEYS[10]
 if redis.call('EXISTS', meta) == 0 then
   redis.call('HSET', meta, 'id', ARGV[1], 'workspace', ARGV[2], 'metadata', ARGV[3],
              'user_id', ARGV[4], 'created_at', ARGV[5], 'updated_at', ARGV[5], 'last_seq', 0)
@@ -54,7 +60,7 @@ if redis.call('EXISTS', meta) == 0 then
 end
 local seq = tonumber(redis.call('HGET', meta, 'last_seq'))
 local added = 0
-for i = 7, #ARGV, 3 do
+for i = 8, #ARGV, 4 do
   local id = ARGV[i]
   if redis.call('HSETNX', bodies, id, ARGV[i + 1]) == 1 then
     seq = seq + 1
@@ -62,6 +68,14 @@ for i = 7, #ARGV, 3 do
     redis.call('ZADD', order, seq, id)
     redis.call('ZADD', times, ARGV[5], id)
     if ARGV[i + 2] ~= '' then redis.call('HSET', offload, id, ARGV[i + 2]) end
+    if ARGV[i + 3] ~= '' then
+      redis.call('HSET', words, id, ARGV[i + 3])
+      for w in string.gmatch(ARGV[i + 3], '%S+') do
+        if redis.call('HINCRBY', counts, w, 1) == 1 then
+          redis.call('SADD', ARGV[7] .. w, ARGV[6])
+        end
+      end
+    end
   end
 end
 if added > 0 then redis.call('HSET', meta, 'last_seq', seq, 'updated_at', ARGV[5]) end
@@ -90,12 +104,22 @@ end
 return out
 """
 
-#: KEYS meta order bodies times offload tokens vectors; ARGV message ids. Returns the number
-#: deleted.
+#: KEYS meta order bodies times offload tokens vectors words wordcounts; ARGV word-key-prefix
+#: digest, then message ids. Returns the number deleted.
 DELETE_IDS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local n = 0
-for i = 1, #ARGV do
+for i = 3, #ARGV do
+  local held = redis.call('HGET', KEYS[8], ARGV[i])
+  if held then
+    for w in string.gmatch(held, '%S+') do
+      if redis.call('HINCRBY', KEYS[9], w, -1) <= 0 then
+        redis.call('HDEL', KEYS[9], w)
+        redis.call('SREM', ARGV[1] .. w, ARGV[2])
+      end
+    end
+    redis.call('HDEL', KEYS[8], ARGV[i])
+  end
   n = n + redis.call('HDEL', KEYS[3], ARGV[i])
   redis.call('ZREM', KEYS[2], ARGV[i])
   redis.call('ZREM', KEYS[4], ARGV[i])

@@ -10,14 +10,18 @@ backend. Scopes:
 - ``"workspace"``: the sessions of this session's workspace;
 - ``"session"``: none (recall within the session only, as without this helper).
 
-The session itself is never included. Bounded: the :data:`MAX_RELATED_SESSIONS` (1,000) most
-recently active sessions are read, and at most :data:`MAX_RELATED_MESSAGES` messages in all (the
-newest of a session that would pass the cap).
+The session itself is never included. With a ``query`` (the question), the store's search
+index (``search_messages``, see :mod:`._search`) picks the sessions holding its words among ALL
+of the scope's sessions, read first (at most :data:`MAX_FOUND_SESSIONS`), then the most recently
+active ones up to :data:`MAX_RECENT_MESSAGES` more messages; a store without a
+``search_messages`` is read by recency only. Bounded: at most :data:`MAX_RELATED_SESSIONS`
+(1,000) sessions are read, and at most :data:`MAX_RELATED_MESSAGES` messages in all (the newest
+of a session that would pass the cap).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from session_migrator.messages._messages import Message
@@ -30,12 +34,25 @@ from session_migrator.recall._related import (
 from session_migrator.store._protocol import SessionStore, SyncSessionStore
 from session_migrator.store._types import SessionInfo, sort_sessions
 
-__all__ = ["MAX_RELATED_MESSAGES", "MAX_RELATED_SESSIONS", "arelated_sessions", "related_sessions"]
+__all__ = [
+    "MAX_FOUND_SESSIONS",
+    "MAX_RECENT_MESSAGES",
+    "MAX_RELATED_MESSAGES",
+    "MAX_RELATED_SESSIONS",
+    "arelated_sessions",
+    "related_sessions",
+]
 
 #: At most this many other sessions are read (the most recently active first).
 MAX_RELATED_SESSIONS = 1_000
 #: At most this many of their messages are read in all.
 MAX_RELATED_MESSAGES = 5_000
+#: With a query: at most this many sessions the search index found are read ...
+MAX_FOUND_SESSIONS = 20
+#: ... and then the most recently active sessions, up to this many messages more.
+MAX_RECENT_MESSAGES = 1_000
+#: How many hits a search asks the store for (their sessions, best first, are read).
+_HITS = 200
 
 
 def related_sessions(
@@ -46,9 +63,13 @@ def related_sessions(
     max_sessions: int = MAX_RELATED_SESSIONS,
     max_messages: int = MAX_RELATED_MESSAGES,
     previous: RelatedSessions | None = None,
+    query: str | Sequence[Message] | None = None,
 ) -> RelatedSessions:
     """The other sessions of ``session_id``'s user or workspace (see the module docstring), for
     ``migrate(..., related=...)``.
+
+    ``query`` (the question, or the session's messages: their newest user message is): the
+    sessions the store's search index finds for it come first.
 
     ``previous`` (an earlier answer) lends the messages of the sessions unchanged since (same
     message count and last activity), so that they are not loaded again.
@@ -66,6 +87,10 @@ def related_sessions(
         return RelatedSessions("session")
     plan = _Plan(session_id, scope, store.get_session(session_id), max_sessions, max_messages)
     if plan.searched:
+        asked = _question(query)
+        search = getattr(store, "search_messages", None) if asked else None
+        if search is not None:
+            plan.found(search(asked, **plan.search_scope(), limit=_HITS))
         for info in plan.choose(store.list_sessions(plan.listed)):
             if not plan.add(info, plan.reused(info, previous) or store.load(info.id)):
                 break
@@ -80,6 +105,7 @@ async def arelated_sessions(
     max_sessions: int = MAX_RELATED_SESSIONS,
     max_messages: int = MAX_RELATED_MESSAGES,
     previous: RelatedSessions | None = None,
+    query: str | Sequence[Message] | None = None,
 ) -> RelatedSessions:
     """:func:`related_sessions` through the store's async methods."""
     scope = check_scope(scope)
@@ -88,6 +114,10 @@ async def arelated_sessions(
     info = await store.aget_session(session_id)
     plan = _Plan(session_id, scope, info, max_sessions, max_messages)
     if plan.searched:
+        asked = _question(query)
+        search = getattr(store, "asearch_messages", None) if asked else None
+        if search is not None:
+            plan.found(await search(asked, **plan.search_scope(), limit=_HITS))
         for info in plan.choose(await store.alist_sessions(plan.listed)):
             if not plan.add(info, plan.reused(info, previous) or await store.aload(info.id)):
                 break
@@ -116,6 +146,7 @@ class _Plan:
         self.listed: str | None = None  # the workspace to list (None: every workspace)
         self.workspace = info.workspace if info is not None else ""
         self.searched = False
+        self.hit_sessions: list[str] | None = None  # (None: no search index asked)
         if info is None:
             self.notes.append(
                 f"recall scope {scope}: session {session_id!r} is not in the store; recalled "
@@ -134,18 +165,56 @@ class _Plan:
                 "workspace scope)"
             )
 
+    def search_scope(self) -> dict[str, str]:
+        """The scope as ``search_messages`` takes it."""
+        if self.scope == "user":
+            assert self.user_id is not None
+            return {"user_id": self.user_id}
+        return {"workspace": self.workspace}
+
+    def found(self, hits: list[tuple[str, Message]]) -> None:
+        """The sessions of the search's hits, best first (this session left out)."""
+        order: dict[str, None] = {}
+        for sid, _ in hits:
+            if sid != self.session_id:
+                order.setdefault(sid, None)
+        self.hit_sessions = list(order)[:MAX_FOUND_SESSIONS]
+
     def choose(self, infos: list[SessionInfo]) -> list[SessionInfo]:
-        """The sessions to read among those listed: the scope's, the most recently active."""
+        """The sessions to read among those listed: the scope's (never another user's: the
+        search's sessions are taken only when listed as the scope's), those the search found
+        first, then the most recently active."""
         if self.scope == "user":
             mine = [i for i in infos if _user(i.metadata) == self.user_id]
         else:
             mine = [i for i in infos if i.workspace == self.workspace]
         mine = [i for i in sort_sessions(mine) if i.id != self.session_id and i.message_count]
-        chosen = mine[: self.max_sessions]
+        if self.hit_sessions is None:
+            chosen = mine[: self.max_sessions]
+            if len(mine) > len(chosen):
+                self.notes.append(
+                    f"recall scope {self.scope}: searched the {len(chosen)} most recently "
+                    f"active of {len(mine)} other sessions"
+                )
+            return chosen
+        by_id = {i.id: i for i in mine}
+        hits = [by_id[sid] for sid in self.hit_sessions if sid in by_id]
+        taken = {i.id for i in hits}
+        recent: list[SessionInfo] = []
+        room = MAX_RECENT_MESSAGES
+        for info in mine:
+            if room <= 0:
+                break
+            if info.id not in taken:
+                recent.append(info)
+                room -= info.message_count
+        self.left = min(self.left, sum(i.message_count for i in hits) + MAX_RECENT_MESSAGES)
+        chosen = (hits + recent)[: self.max_sessions]
         if len(mine) > len(chosen):
             self.notes.append(
-                f"recall scope {self.scope}: searched the {len(chosen)} most recently active "
-                f"of {len(mine)} other sessions"
+                f"recall scope {self.scope}: the search index searched all {len(mine)} other "
+                f"sessions; read the {len(hits)} holding the question's words and the "
+                f"{len(chosen) - len(hits)} most recently active"
             )
         return chosen
 
@@ -189,6 +258,13 @@ class _Plan:
 
     def result(self) -> RelatedSessions:
         return RelatedSessions(self.scope, tuple(self.sessions), tuple(self.notes))
+
+
+def _question(query: str | Sequence[Message] | None) -> str | None:
+    """The question searched for: ``query``, or the newest user message of those given."""
+    if query is not None and not isinstance(query, str):
+        query = next((m.text for m in reversed(query) if m.role == "user"), None)
+    return query if query and query.strip() else None
 
 
 def _user(metadata: Mapping[str, Any]) -> str | None:

@@ -29,6 +29,7 @@ from session_migrator.store._base import BaseSessionStore
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._connections import ThreadConnections
+from session_migrator.store._search_sql import SQLiteSearch
 from session_migrator.store._sqlite_schema import migrate
 from session_migrator.store._types import (
     MessageNotFoundError,
@@ -77,7 +78,7 @@ def _wal(conn: sqlite3.Connection, timeout: float) -> None:
         pause = min(2 * pause, 0.05)
 
 
-class SQLiteStore(SQLiteVectors, BaseSessionStore):
+class SQLiteStore(SQLiteSearch, SQLiteVectors, BaseSessionStore):
     """A session store in one SQLite file (``sqlite:///path/to.db``).
 
     ``busy_timeout`` (seconds) is how long a writer waits for another one before failing.

@@ -153,6 +153,34 @@ _0007_LEASES: tuple[Step, ...] = (
 )
 
 
+def _text_of(body: str) -> str:
+    """The SQL giving the searchable text of a stored message ``body`` (its string content,
+    or the text of its parts): what ``message_search`` indexes, and removes again."""
+    # (SQLite's JSON functions end a text at a NUL: the words after one are not searched)
+    return (
+        f"CASE json_type({body}, '$.content') WHEN 'text' THEN json_extract({body}, '$.content') "
+        f"ELSE (SELECT group_concat(json_extract(p.value, '$.text'), ' ') "
+        f"FROM json_each({body}, '$.content') AS p) END"
+    )
+
+
+_0008_MESSAGE_SEARCH: tuple[Step, ...] = (
+    # every message's text, searchable across sessions (see _search): contentless (the text
+    # is the message's), kept by triggers in the transaction that adds or deletes the message
+    "CREATE VIRTUAL TABLE message_search USING fts5(text, content = '', "
+    "tokenize = 'porter unicode61')",
+    f"""CREATE TRIGGER message_search_add AFTER INSERT ON messages BEGIN
+        INSERT INTO message_search (rowid, text) VALUES (new.rowid, {_text_of("new.body")});
+    END""",
+    # (a message deleted, erased, purged, replaced, its session deleted: its entries go)
+    f"""CREATE TRIGGER message_search_drop AFTER DELETE ON messages BEGIN
+        INSERT INTO message_search (message_search, rowid, text)
+        VALUES ('delete', old.rowid, {_text_of("old.body")});
+    END""",
+    f"INSERT INTO message_search (rowid, text) SELECT rowid, {_text_of('body')} FROM messages",
+)
+
+
 #: Every migration, oldest first: (name, steps). Append only.
 MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0001_initial", _0001_INITIAL),
@@ -163,6 +191,7 @@ MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     # (sessions whose metadata user_id is an integer, stored before integers were matched)
     ("0006_numeric_user_ids", (_backfill_user_ids,)),
     ("0007_leases", _0007_LEASES),
+    ("0008_message_search", _0008_MESSAGE_SEARCH),
 )
 
 _LEDGER = (
