@@ -218,3 +218,27 @@ def test_the_langchain_history_and_the_llamaindex_memory_send_it_and_can_turn_it
         # not stored
         memory.set([*got, ChatMessage(role="assistant", content="Tuesday: gym.")])
         assert len(memory.get_all()) == 4
+
+
+def test_the_note_comes_and_goes_without_moving_a_kept_cut() -> None:
+    """A fitter keeps its cut between calls (the prompt cache reuses its head): a user who
+    returns after days gets the note, and the messages before it are those the last fit sent
+    (its room is held back at every call of a dated conversation, note or not)."""
+    window = _window(1_500)
+    fitter = SessionFitter("kept", store="memory://", reserve_output=0)
+    fitter.append(_session(timedelta(minutes=1), turns=12)[:-1])
+    before = fitter.fit(window)
+    assert before.report.decision == "compressed"
+    later = T0 + timedelta(days=9)
+    fitter.append([Message("user", "I'm back. Where were we?", id="back", timestamp=later)])
+    after = fitter.fit(window)
+    sent = after.messages
+    at = next(k for k, m in enumerate(sent) if (m.marker or {}).get("kind") == "gap_note")
+    assert "returns after 8 days" in sent[at].text  # (the last message was at 14:16)
+    through = before.report.stable_through  # (the last message of the head it keeps)
+    ids = [m.id for m in before.messages]
+    assert through in ids
+    head = ids[: ids.index(through) + 1]
+    assert len(head) >= 4
+    assert [m.id for m in sent[: len(head)]] == head
+    assert after.report.tokens_after <= 1_500
