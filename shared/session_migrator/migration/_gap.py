@@ -24,7 +24,7 @@ from session_migrator.messages._messages import MARKER_KEY, Message
 from session_migrator.migration._report import MigrationResult
 from session_migrator.recall._when import GAP_THRESHOLD, gap_between, gap_note
 
-__all__ = ["GapNote", "check_gap_note", "gap_message", "gap_reserve", "with_gap"]
+__all__ = ["GapNote", "check_gap_note", "gap_message", "with_gap"]
 
 #: ``gap_note=``: ``True`` (the default threshold), ``False`` (off) or a threshold.
 GapNote = bool | timedelta
@@ -44,13 +44,6 @@ def check_gap_note(value: object) -> timedelta | None:
         "gap_note must be True, False or a timedelta (the threshold, e.g. timedelta(hours=2)), "
         f"got {type(value).__name__}"
     )
-
-
-def gap_reserve(counter: TokenCounter) -> int:
-    """The room the longest note of a gap takes (a fit that keeps its cut holds it back at every
-    call, so that the note comes and goes without moving the cut)."""
-    longest = "The user returns after 59 minutes (last message 2026-12-31 23:59 UTC+14:00)."
-    return counter.count_message(Message("user", f"[session-migrator: {longest}]"))
 
 
 def gap_message(

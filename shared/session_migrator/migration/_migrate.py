@@ -21,7 +21,7 @@ from session_migrator.fitting._result import CompressionResult
 from session_migrator.fitting._units import Ledger, build_units, paired
 from session_migrator.messages._messages import Message, Session, as_messages
 from session_migrator.messages._rules import chat_rule_violations
-from session_migrator.migration._gap import gap_message, gap_reserve, with_gap
+from session_migrator.migration._gap import gap_message, with_gap
 from session_migrator.migration._options import FitOptions
 from session_migrator.migration._report import MigrationReport, MigrationResult, Plan
 from session_migrator.migration._strategies import (
@@ -294,12 +294,10 @@ def fit_messages(
 
         hybrid = hybrid_for(options.embeddings)
     # the gap note's room is held back too; a budget too small for the room held gets it back.
-    # A fit that keeps its cut between calls (a ledger's) holds back the same room at every
-    # call of a dated conversation, note or not: its budget, and so its cut, do not move with it
-    gap_cost = counter.count_message(gap) if gap is not None else 0
-    if ledger is not None and options.gap_threshold is not None:
-        dated = bool(options.times) or messages[-1].timestamp is not None
-        gap_cost = max(gap_cost, gap_reserve(counter)) if dated else gap_cost
+    # A fit that keeps its cut between calls (a ledger's) holds nothing back for it: its budget,
+    # and so its cut, do not move with the note, which goes in the room the kept cut leaves free
+    # (else it is left out, and the report says so)
+    gap_cost = counter.count_message(gap) if gap is not None and ledger is None else 0
     tries = list(dict.fromkeys([(held, gap_cost), (0, gap_cost), (0, 0)]))
     with recalling(hybrid):
         for attempt, (held, held_gap) in enumerate(tries):
