@@ -30,14 +30,13 @@ background: no request waits for a summarizer.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
-from typing import Any, Protocol
+from concurrent.futures import Future
+from typing import Any, ClassVar, Protocol
 
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._lead import summary_message
+from session_migrator.sessions._background import BackgroundPool
 from session_migrator.summaries._ahead import Ahead, Plan
 from session_migrator.summaries._summarizers import Summarizer
 
@@ -61,7 +60,7 @@ class Lease(Protocol):
         ...
 
 
-class Compactor:
+class Compactor(BackgroundPool):
     """Writes the summaries stable fits ask for, in worker threads (see the module docstring).
 
     >>> compactor = Compactor(workers=1, timeout=60)
@@ -70,34 +69,16 @@ class Compactor:
     >>> compactor.close()
     """
 
-    _default: Compactor | None = None
-    _default_lock = threading.Lock()
+    _default: ClassVar[Compactor | None] = None
+    thread_name = "session-migrator-compact"
 
     def __init__(self, *, workers: int = 2, timeout: float = 120.0, max_pending: int = 64) -> None:
-        if workers < 1:
-            raise ValueError(f"workers must be at least 1, not {workers!r}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        self.workers = workers
-        self.timeout = timeout
-        self.max_pending = max_pending
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="session-migrator-compact")
-        self._lock = threading.Lock()
+        super().__init__(workers=workers, timeout=timeout, max_pending=max_pending)
         self._jobs: dict[int, tuple[Ahead, Future[None]]] = {}
-        self._generation = 0
-        self._closed = False
         self.written = 0
         self.failed = 0
         #: jobs that found another process compacting their conversation (asked for again)
         self.waiting = 0
-
-    @classmethod
-    def default(cls) -> Compactor:
-        """The process's shared compactor (made at first use; ``compactor=True`` uses it)."""
-        with cls._default_lock:
-            if cls._default is None or cls._default._closed:
-                cls._default = cls()
-            return cls._default
 
     def submit(
         self,
@@ -202,15 +183,13 @@ class Compactor:
             outcome["summary"], outcome["fallbacks"] = summary, fallbacks
 
         # the summarizer runs in a thread of its own, so that one that hangs is given up on
-        worker = threading.Thread(target=write, name="session-migrator-summary", daemon=True)
         started = time.monotonic()
-        worker.start()
-        worker.join(self.timeout)
+        given_up = self.given_up(write)
         if generation != self._generation:
             with ahead.lock:
                 ahead.state = "cancelled"
             return
-        if worker.is_alive():
+        if given_up:
             ahead.fail(plan, f"the summarizer took over {self.timeout:g} s")
             self.failed += 1
             return
@@ -230,38 +209,17 @@ class Compactor:
         with ahead.lock:
             ahead.running = None
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the jobs under way (``timeout`` seconds at most); whether all ended."""
-        end = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._lock:
-                futures = [f for _, f in self._jobs.values()]
-            if not futures:
-                return True
-            left = None if end is None else end - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            futures_wait(futures, timeout=left)
+    def _futures(self) -> list[Future[None]]:
+        return [f for _, f in self._jobs.values()]
 
-    def cancel(self) -> None:
-        """Drop the queued jobs; what the running ones write is discarded."""
+    def _cancelled(self, future: Future[None]) -> None:
         with self._lock:
-            self._generation += 1
-            jobs = list(self._jobs.values())
-        for ahead, future in jobs:
-            if future.cancel():
-                with ahead.lock:
-                    ahead.state = "cancelled"
-                    ahead.running = None
-                with self._lock:
-                    self._jobs.pop(id(ahead), None)
-
-    def close(self) -> None:
-        """Cancel, and stop the pool (a closed compactor refuses new jobs)."""
-        with self._lock:
-            self._closed = True
-        self.cancel()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+            found = next((k for k, (_, f) in self._jobs.items() if f is future), None)
+            ahead = self._jobs.pop(found)[0] if found is not None else None
+        if ahead is not None:
+            with ahead.lock:
+                ahead.state = "cancelled"
+                ahead.running = None
 
     def status(self) -> dict[str, int]:
         """Jobs under way, summaries written, compactions failed, and jobs that found another

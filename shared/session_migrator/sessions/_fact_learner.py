@@ -22,15 +22,13 @@ take the place of the rules' facts of it.
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
+from concurrent.futures import Future
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from session_migrator.messages._messages import Message
+from session_migrator.sessions._background import BackgroundPool
 from session_migrator.summaries._fact_extractors import FactExtractor, ModelFactExtractor, as_fact
 from session_migrator.summaries._facts import Fact
 
@@ -40,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["FactLearner"]
 
 
-class FactLearner:
+class FactLearner(BackgroundPool):
     """Runs fact extractors in worker threads (see the module docstring).
 
     >>> learner = FactLearner(workers=1, timeout=30)
@@ -49,33 +47,16 @@ class FactLearner:
     >>> learner.close()
     """
 
-    _default: FactLearner | None = None
-    _default_lock = threading.Lock()
+    _default: ClassVar[FactLearner | None] = None
+    thread_name = "session-migrator-facts"
 
     def __init__(self, *, workers: int = 1, timeout: float = 60.0, max_pending: int = 64) -> None:
-        if workers < 1:
-            raise ValueError(f"workers must be at least 1, not {workers!r}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        self.timeout = timeout
-        self.max_pending = max_pending
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="session-migrator-facts")
-        self._lock = threading.Lock()
+        super().__init__(workers=workers, timeout=timeout, max_pending=max_pending)
         self._jobs: set[Future[None]] = set()
-        self._generation = 0
-        self._closed = False
         self.learnt = 0  # facts kept
         self.failed = 0  # jobs whose extractor failed (the rules' facts stand)
         self.dropped = 0  # jobs refused: the learner was full or closed
         self.last_error: str | None = None
-
-    @classmethod
-    def default(cls) -> FactLearner:
-        """The process's shared learner (made at first use)."""
-        with cls._default_lock:
-            if cls._default is None or cls._default._closed:
-                cls._default = cls()
-            return cls._default
 
     def submit(
         self,
@@ -137,12 +118,10 @@ class FactLearner:
                 outcome["error"] = f"{type(exc).__name__}: {exc}"
 
         # the extractor runs in a thread of its own, so that one that hangs is given up on
-        worker = threading.Thread(target=extract, name="session-migrator-fact", daemon=True)
-        worker.start()
-        worker.join(self.timeout)
+        given_up = self.given_up(extract)
         if generation != self._generation:
             return  # (cancelled)
-        if worker.is_alive() or "error" in outcome:
+        if given_up or "error" in outcome:
             why = outcome.get("error") or f"the fact extractor took over {self.timeout:g} s"
             self._fail(why)
             return
@@ -160,35 +139,12 @@ class FactLearner:
             kept = keep_user_facts(store, user_id, facts, superseding=sources)
         self.learnt += len(kept)
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the jobs under way (``timeout`` seconds at most); whether all ended."""
-        end = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._lock:
-                futures = list(self._jobs)
-            if not futures:
-                return True
-            left = None if end is None else end - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            futures_wait(futures, timeout=left)
+    def _futures(self) -> list[Future[None]]:
+        return list(self._jobs)
 
-    def cancel(self) -> None:
-        """Drop the queued jobs; what the running ones answer is discarded."""
+    def _cancelled(self, future: Future[None]) -> None:
         with self._lock:
-            self._generation += 1
-            jobs = list(self._jobs)
-        for future in jobs:
-            if future.cancel():
-                with self._lock:
-                    self._jobs.discard(future)
-
-    def close(self) -> None:
-        """Cancel, and stop the pool (a closed learner refuses new jobs)."""
-        with self._lock:
-            self._closed = True
-        self.cancel()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+            self._jobs.discard(future)
 
     def status(self) -> dict[str, int]:
         """Jobs under way, facts learnt, jobs failed (the rules' facts stand) and jobs dropped."""

@@ -27,11 +27,8 @@ from session_migrator.store import _codec
 from session_migrator.store._backend import Record
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._search import (
-    SEARCH_LIMIT,
     SearchHit,
-    check_search,
     rank_hits,
-    search_words,
     words_of,
 )
 
@@ -76,20 +73,10 @@ class RedisSearch:
     def _word_prefix(self) -> str:
         return f"{self.prefix}w:"
 
-    def search_messages(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        workspace: str | None = None,
-        limit: int = SEARCH_LIMIT,
+    def _search(
+        self, terms: list[str], user_id: str | None, workspace: str | None, limit: int
     ) -> list[SearchHit]:
-        """The messages of ``user_id``'s sessions (or ``workspace``'s) that share a word with
-        ``query``, best first, as ``(session id, message)`` pairs (at most ``limit``)."""
-        check_search(user_id, workspace, limit)
-        terms = [word_key(w) for w in search_words(query)]
-        if not terms or not limit:
-            return []
+        terms = [word_key(w) for w in terms]
         scope = self._user_key(user_id) if user_id is not None else None
         if scope is None:
             assert workspace is not None

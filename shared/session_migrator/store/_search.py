@@ -117,8 +117,10 @@ def rank_hits(
 
 
 class NoSearch:
-    """The default of a store of one's own (a subclass of ``BaseSessionStore``): no index is
-    kept, so a search loads the scope's sessions."""
+    """The search of every store: :meth:`search_messages` checks the call and reads the
+    question's words, then :meth:`_search` finds them. This default (a store of one's own, a
+    subclass of ``BaseSessionStore``) keeps no index, so a search loads the scope's sessions;
+    each backend finds them in the index it keeps."""
 
     def search_messages(
         self,
@@ -134,6 +136,11 @@ class NoSearch:
         terms = search_words(query)
         if not terms or not limit:
             return []
+        return self._search(terms, user_id, workspace, limit)
+
+    def _search(
+        self, terms: list[str], user_id: str | None, workspace: str | None, limit: int
+    ) -> list[SearchHit]:
         store: Any = self
         ids = store._ids_of_user(user_id) if user_id is not None else store._ids_in(workspace)
         candidates = ((sid, m, words_of(m.text)) for sid in sorted(ids) for m in store.load(sid))
@@ -148,9 +155,8 @@ class NoSearch:
         limit: int = SEARCH_LIMIT,
     ) -> list[SearchHit]:
         """:meth:`search_messages` in a worker thread."""
-        store: Any = self
         hits: list[SearchHit] = await asyncio.to_thread(
-            store.search_messages, query, user_id=user_id, workspace=workspace, limit=limit
+            self.search_messages, query, user_id=user_id, workspace=workspace, limit=limit
         )
         return hits
 
@@ -161,20 +167,9 @@ class MemorySearch:
     _lock: Any
     _sessions: dict[str, Any]
 
-    def search_messages(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        workspace: str | None = None,
-        limit: int = SEARCH_LIMIT,
+    def _search(
+        self, terms: list[str], user_id: str | None, workspace: str | None, limit: int
     ) -> list[SearchHit]:
-        """The messages of ``user_id``'s sessions (or ``workspace``'s) that share a word with
-        ``query``, best first, as ``(session id, message)`` pairs (at most ``limit``)."""
-        check_search(user_id, workspace, limit)
-        terms = search_words(query)
-        if not terms or not limit:
-            return []
         with self._lock:
             chosen = [
                 (sid, s)

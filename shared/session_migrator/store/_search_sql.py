@@ -14,7 +14,7 @@ from session_migrator.store import _codec
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._codec import index_key as ik
-from session_migrator.store._search import SEARCH_LIMIT, SearchHit, check_search, search_words
+from session_migrator.store._search import SearchHit
 
 __all__ = ["PostgresSearch", "SQLiteSearch"]
 
@@ -24,20 +24,9 @@ class SQLiteSearch:
 
     _read: Callable[..., list[Any]]
 
-    def search_messages(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        workspace: str | None = None,
-        limit: int = SEARCH_LIMIT,
+    def _search(
+        self, terms: list[str], user_id: str | None, workspace: str | None, limit: int
     ) -> list[SearchHit]:
-        """The messages of ``user_id``'s sessions (or ``workspace``'s) that share a word with
-        ``query``, best first, as ``(session id, message)`` pairs (at most ``limit``)."""
-        check_search(user_id, workspace, limit)
-        terms = search_words(query)
-        if not terms or not limit:
-            return []
         column, value = (
             ("s.user_id", user_id) if user_id is not None else ("s.workspace", workspace)
         )
@@ -56,20 +45,9 @@ class PostgresSearch:
 
     _read: Callable[..., list[Any]]
 
-    def search_messages(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        workspace: str | None = None,
-        limit: int = SEARCH_LIMIT,
+    def _search(
+        self, terms: list[str], user_id: str | None, workspace: str | None, limit: int
     ) -> list[SearchHit]:
-        """The messages of ``user_id``'s sessions (or ``workspace``'s) that share a word with
-        ``query``, best first, as ``(session id, message)`` pairs (at most ``limit``)."""
-        check_search(user_id, workspace, limit)
-        terms = search_words(query)
-        if not terms or not limit:
-            return []
         column, value = (
             ("s.user_id", user_id) if user_id is not None else ("s.workspace", workspace)
         )
