@@ -44,14 +44,14 @@ is tested directly too); this module only declares the tools and maps errors.
 """
 
 import inspect
-import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from session_migrator._errors import MissingDependencyError, SessionMigratorError
 from session_migrator._version import __version__
 from session_migrator.mcp._answers import jsonable, summary
+from session_migrator.mcp._arguments import argument_problems
 from session_migrator.mcp._tools import (
     DEFAULT_ANSWER_TOKENS,
     DEFAULT_CACHED_SESSIONS,
@@ -434,47 +434,6 @@ def build_server(
     register_placeholder_tools(server, call, tools)
     register_fact_tools(server, call, tools)
     return server
-
-
-def argument_problems(tool: str, errors: Sequence[Mapping[str, Any]]) -> str:
-    """What is wrong with a tool's arguments and what to pass instead, one sentence each."""
-    problems: list[str] = []
-    for error in errors:
-        loc = [str(p) for p in error.get("loc", ()) if not str(p).startswith("function-")]
-        name = loc[0] if loc else "arguments"
-        kind = str(error.get("type", ""))
-        given = error.get("input")
-        if kind == "missing":
-            problems.append(f"'{name}' is required")
-            continue
-        shown = json.dumps(given, default=str)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        expected = _EXPECTED.get(kind, str(error.get("msg", "a different value")).lower())
-        ctx = error.get("ctx") or {}
-        if kind == "literal_error" and "expected" in ctx:
-            expected = f"one of {ctx['expected']}"
-        for bound, words in (("ge", "at least"), ("le", "at most"), ("min_length", "min")):
-            if bound in ctx:
-                expected += f" ({words} {ctx[bound]})"
-        problems.append(f"'{name}' must be {expected}, got {shown}")
-    unique = list(dict.fromkeys(problems))
-    return f"{tool}: {'; '.join(unique)}. See the tool's input schema for every argument's type."
-
-
-_EXPECTED = {
-    "int_type": "a whole number",
-    "int_parsing": "a whole number",
-    "int_from_float": "a whole number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "string_type": "a string",
-    "literal_error": "one of the listed values",
-    "greater_than_equal": "a number",
-    "less_than_equal": "a number",
-    "string_too_short": "a non-empty string",
-    "list_type": "a list",
-    "dict_type": "an object",
-}
 
 
 def run_stdio(store: str | None = None) -> None:

@@ -10,6 +10,7 @@ in ``_tools`` calls them; ``_answers`` shapes what the tools return.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from session_migrator._errors import InvalidMessageError, SessionMigratorError, UnknownModelError
@@ -113,3 +114,44 @@ def _scope(value: str) -> RecallScope:
 def _check_reserve(value: int | None) -> None:
     if value is not None and value < 0:
         raise ArgumentError(f"reserve_output_tokens must not be negative, got {value}")
+
+
+def argument_problems(tool: str, errors: Sequence[Mapping[str, Any]]) -> str:
+    """What is wrong with a tool's arguments and what to pass instead, one sentence each."""
+    problems: list[str] = []
+    for error in errors:
+        loc = [str(p) for p in error.get("loc", ()) if not str(p).startswith("function-")]
+        name = loc[0] if loc else "arguments"
+        kind = str(error.get("type", ""))
+        given = error.get("input")
+        if kind == "missing":
+            problems.append(f"'{name}' is required")
+            continue
+        shown = json.dumps(given, default=str)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        expected = _EXPECTED.get(kind, str(error.get("msg", "a different value")).lower())
+        ctx = error.get("ctx") or {}
+        if kind == "literal_error" and "expected" in ctx:
+            expected = f"one of {ctx['expected']}"
+        for bound, words in (("ge", "at least"), ("le", "at most"), ("min_length", "min")):
+            if bound in ctx:
+                expected += f" ({words} {ctx[bound]})"
+        problems.append(f"'{name}' must be {expected}, got {shown}")
+    unique = list(dict.fromkeys(problems))
+    return f"{tool}: {'; '.join(unique)}. See the tool's input schema for every argument's type."
+
+
+_EXPECTED = {
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "literal_error": "one of the listed values",
+    "greater_than_equal": "a number",
+    "less_than_equal": "a number",
+    "string_too_short": "a non-empty string",
+    "list_type": "a list",
+    "dict_type": "an object",
+}

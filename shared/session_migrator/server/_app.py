@@ -23,64 +23,22 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from session_migrator._errors import (
-    BudgetError,
     SessionMigratorError,
-    SessionNotFoundError,
     UnknownModelError,
 )
 from session_migrator._version import __version__
 from session_migrator.mcp._answers import jsonable
 from session_migrator.mcp._tools import SESSIONS_PAGE, SessionTools, parse_messages
 from session_migrator.server._auth import Scope, Tokens
-from session_migrator.server._fact_routes import FACT_ROUTES, FactNotFoundError, FactRoutes
+from session_migrator.server._fact_routes import FACT_ROUTES, FactRoutes
 from session_migrator.server._placeholder_routes import PlaceholderRoutes
-from session_migrator.store._placeholders import PlaceholderNotFoundError
+from session_migrator.server._problems import Problem, problem_of
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_TIMEOUT", "ROUTES", "create_app"]
 
 #: The largest request body read (bytes), and the most seconds a request may take.
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 DEFAULT_TIMEOUT = 60.0
-
-
-class Problem(Exception):
-    """An error answered as a problem document."""
-
-    def __init__(self, status: int, title: str, detail: str, kind: str | None = None) -> None:
-        super().__init__(detail)
-        self.status, self.title, self.detail, self.kind = status, title, detail, kind
-
-    def response(self) -> Response:
-        body = {
-            "type": f"https://session-migrator.dev/problems/{self.title.lower().replace(' ', '-')}",
-            "title": self.title,
-            "status": self.status,
-            "detail": self.detail,
-        }
-        if self.kind is not None:
-            body["kind"] = self.kind
-        return Response(
-            json.dumps(body, ensure_ascii=False),
-            status_code=self.status,
-            media_type="application/problem+json",
-        )
-
-
-_STATUS: tuple[tuple[type[Exception], int, str], ...] = (
-    (SessionNotFoundError, 404, "Session not found"),
-    (PlaceholderNotFoundError, 404, "Placeholder not found"),
-    (FactNotFoundError, 404, "Fact not found"),
-    (UnknownModelError, 422, "Unknown model"),
-    (BudgetError, 422, "Over the budget"),
-    (SessionMigratorError, 400, "Bad request"),
-)
-
-
-def _problem(exc: Exception) -> Problem:
-    for kind, status, title in _STATUS:
-        if isinstance(exc, kind):
-            return Problem(status, title, str(exc), type(exc).__name__)
-    return Problem(500, "Internal error", f"{type(exc).__name__}: the server failed", None)
 
 
 @dataclass(frozen=True)
@@ -231,7 +189,7 @@ class _Api(PlaceholderRoutes, FactRoutes):
                     503, "Timed out", f"the request took over {self.timeout:g} s"
                 ).response()
             except (SessionMigratorError, ValueError, TypeError) as exc:
-                return _problem(exc).response()
+                return problem_of(exc).response()
             return JSONResponse(jsonable(answer))
 
         return endpoint
