@@ -36,6 +36,7 @@ from session_migrator.models._windows import ModelWindow
 from session_migrator.recall._embeddings import as_embeddings, session_vectors
 from session_migrator.recall._related import RecallScope, RelatedSessions, check_scope
 from session_migrator.sessions._compactor import Compactor
+from session_migrator.sessions._counts import StoredCounts
 from session_migrator.sessions._facts import FACTS_SHARE, check_extractor, learn_facts, with_facts
 from session_migrator.sessions._keys import (
     FitKey,
@@ -159,8 +160,7 @@ class SessionFitter:
         self._ledger: tuple[TokenCounter, Ledger] | None = None
         # per counter name (of the counter that caches): how many leading messages have their
         # count in the store
-        self._persisted: dict[str, int] = {}
-        self._from_store: set[str] = set()
+        self._counts = StoredCounts(lambda: self.store, session_id)
         self._last_target: str | None = None
         self._last_target_loaded = False
         # the summaries written ahead (with a compactor, or once compact() was called)
@@ -201,7 +201,7 @@ class SessionFitter:
                 self._ids = {m.id for m in self._messages}
                 self._loaded = True
                 self._ledger = None
-                self._persisted = {}
+                self._counts.restart()
                 return self._messages
             after = self._messages[-1].id if self._messages else None
             try:
@@ -256,7 +256,7 @@ class SessionFitter:
             self._ids = set()
             self._cache = None
             self._ledger = None
-            self._persisted = {}
+            self._counts.restart()
             self._last_target = None
             self._last_target_loaded = True
 
@@ -329,7 +329,7 @@ class SessionFitter:
             for note, cost in zip(notes, notes_cost, strict=True):
                 result = with_facts(result, note, cost)
             try:
-                self._persist_counts(self._messages, counter)
+                self._counts.persist(self._messages, counter)
                 if result.summary is not None:
                     save_summary(
                         self.store,
@@ -441,48 +441,9 @@ class SessionFitter:
         ledger = held[1]
         new = messages[len(ledger) :]
         if new:
-            self._prime_counts(new, counter)
+            self._counts.prime(new, counter)
             ledger.extend(new)
         return ledger
-
-    def _prime_counts(self, messages: list[Message], counter: TokenCounter) -> None:
-        """Seed ``counter``'s cache with the counts the store has for ``messages``."""
-        owner = getattr(counter, "cache_owner", counter)
-        cached = getattr(owner, "cached", None)
-        prime = getattr(owner, "prime", None)
-        if cached is None or prime is None:
-            return
-        # a message with tool calls is counted afresh: counts stored before the calls' ids were
-        # counted (_tokens) are short by the ids' tokens
-        missing = [m for m in messages if not m.tool_calls and cached(m) is None]
-        if not missing:
-            return
-        stored = self.store.get_token_counts(self.session_id, owner.name, [m.id for m in missing])
-        if stored:
-            prime({m: stored[m.id] for m in missing if m.id in stored})
-            self._from_store.update(stored)
-
-    def _persist_counts(self, messages: list[Message], counter: TokenCounter) -> None:
-        """Write the counts of the messages the store has no count for yet (by the counter that
-        caches them: an estimating counter's o200k counts, valid whatever its calibration)."""
-        owner = getattr(counter, "cache_owner", counter)
-        cached = getattr(owner, "cached", None)
-        if cached is None:
-            return
-        start = self._persisted.get(owner.name, 0)
-        fresh: dict[str, int] = {}
-        done = len(messages)
-        for k in range(start, len(messages)):
-            m = messages[k]
-            value = cached(m)
-            if value is None:
-                done = min(done, k)
-            elif m.id not in self._from_store:
-                fresh[m.id] = value
-        if fresh:
-            self.store.put_token_counts(self.session_id, owner.name, fresh)
-        self._persisted[owner.name] = done
-        self._from_store.clear()
 
     def _previous_target(self) -> str | None:
         if not self._last_target_loaded:
