@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from session_migrator import Message, ToolCall
-from session_migrator.importers._common import Conversation, Stats
+from session_migrator.importers._common import Stats
+from session_migrator.importers._pairing import Conversation
 
 Check = Callable[[Sequence[Message]], None]
 

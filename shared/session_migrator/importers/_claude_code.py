@@ -42,7 +42,6 @@ from session_migrator.importers._common import (
     LAST_ENTRY_KEY,
     SHAPE_ERRORS,
     TIMESTAMPS_KEY,
-    Conversation,
     ImportResult,
     Record,
     Stats,
@@ -56,6 +55,7 @@ from session_migrator.importers._common import (
     text_or_parts,
     text_part,
 )
+from session_migrator.importers._pairing import Conversation
 from session_migrator.messages._messages import ContentPart, Session, ToolCall
 
 __all__ = ["import_claude_code"]

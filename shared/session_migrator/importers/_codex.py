@@ -41,7 +41,6 @@ from session_migrator._errors import ImportFormatError
 from session_migrator.importers._common import (
     LAST_ENTRY_KEY,
     TIMESTAMPS_KEY,
-    Conversation,
     ImportResult,
     Record,
     Stats,
@@ -55,6 +54,7 @@ from session_migrator.importers._common import (
     text_or_parts,
     text_part,
 )
+from session_migrator.importers._pairing import Conversation
 from session_migrator.messages._messages import ContentPart, Role, Session, ToolCall
 
 __all__ = ["import_codex"]

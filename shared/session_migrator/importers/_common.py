@@ -1,5 +1,6 @@
-"""What the importers share: the result record, a tolerant JSON Lines reader, stable ids, and the
-assembler that pairs tool calls with their results.
+"""What the importers share: the result record, a tolerant JSON Lines reader, stable ids and
+content parts; the assembler that pairs tool calls with their results is
+:class:`~session_migrator.importers._pairing.Conversation`.
 
 Reading rules (both formats):
 
@@ -10,7 +11,7 @@ Reading rules (both formats):
 - bytes that are not UTF-8 are replaced with U+FFFD, the line is kept, and each such line is
   counted as ``non_utf8_line`` in ``repaired`` with a warning naming the lines.
 
-Pairing rules (:class:`Conversation`): a tool result is placed right after the assistant message
+Pairing rules (``_pairing.Conversation``): a tool result is placed right after the assistant message
 that made the call, whatever its position in the file; a result whose call is nowhere in the file
 is dropped (``skipped["orphan_tool_output"]``); a call with no result gets a placeholder result
 marked ``{"session_migrator": {"kind": "placeholder_result"}}`` (counted as
@@ -34,13 +35,10 @@ from typing import Any
 from session_migrator._errors import ImportFormatError
 from session_migrator.importers._import_result import LAST_ENTRY_KEY, TIMESTAMPS_KEY, ImportResult
 from session_migrator.messages._messages import (
-    MARKER_KEY,
     MODEL_KEY,
     REASONING_KEY,
     ContentPart,
     Message,
-    Role,
-    ToolCall,
 )
 
 __all__ = [
@@ -48,7 +46,6 @@ __all__ = [
     "MODEL_KEY",
     "REASONING_KEY",
     "TIMESTAMPS_KEY",
-    "Conversation",
     "ImportResult",
     "Record",
     "Stats",
@@ -187,218 +184,6 @@ def stable_id(prefix: str, *parts: object) -> str:
     """A deterministic message id: ``prefix`` and a digest of ``parts``."""
     blob = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
     return f"{prefix}-{hashlib.blake2b(blob, digest_size=8).hexdigest()}"
-
-
-# -- Pairing ---------------------------------------------------------------------------------
-
-
-@dataclass
-class _Turn:
-    role: Role
-    content: str | tuple[ContentPart, ...]
-    id: str
-    calls: list[ToolCall] = field(default_factory=list)
-    open: bool = False  # an assistant turn that later tool calls may still join
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class _Output:
-    call_id: str
-    content: str
-    id: str
-
-
-class Conversation:
-    """Collects messages, tool calls and tool results in file order, then pairs them.
-
-    Feed it with :meth:`message`, :meth:`tool_call` and :meth:`tool_output`, then call
-    :meth:`build`. A tool call joins the assistant message just before it (text first, then calls,
-    as one model response) unless a result or another message came in between.
-    """
-
-    def __init__(self, stats: Stats, *, id_prefix: str, key: str) -> None:
-        self._stats = stats
-        self._prefix = id_prefix
-        self._key = key
-        self._items: list[_Turn | _Output] = []
-        self._times: dict[str, str] = {}
-        self._reasoning: list[str] = []
-
-    def reasoning(self, text: str) -> None:
-        """Note a reasoning summary: it goes with the next (or open) assistant message."""
-        if text.strip():
-            self._reasoning.append(text.strip())
-
-    def _take_reasoning(self, turn: _Turn) -> None:
-        if self._reasoning:
-            before = turn.extra.get(REASONING_KEY)
-            turn.extra[REASONING_KEY] = "\n\n".join(
-                [*([before] if before else []), *self._reasoning]
-            )
-            self._reasoning = []
-
-    def message(
-        self,
-        role: Role,
-        content: str | tuple[ContentPart, ...],
-        *,
-        id: str,
-        calls: list[ToolCall] | None = None,
-        model: str | None = None,
-    ) -> None:
-        """Add a system, user or assistant message (an assistant one may carry calls, and the
-        ``model`` that wrote it, kept as ``extra["source_model"]``)."""
-        turn = _Turn(role, content, id, list(calls or ()), open=role == "assistant")
-        if role == "assistant":
-            if model:
-                turn.extra[MODEL_KEY] = model
-            self._take_reasoning(turn)
-        self._items.append(turn)
-
-    def tool_call(self, call: ToolCall, *, id: str, model: str | None = None) -> None:
-        """Add one call; it joins the open assistant message or starts a new one with ``id``."""
-        last = self._items[-1] if self._items else None
-        if isinstance(last, _Turn) and last.open:
-            last.calls.append(call)
-            turn = last
-        else:
-            turn = _Turn("assistant", "", id, [call], open=True)
-            self._items.append(turn)
-        if model:
-            turn.extra.setdefault(MODEL_KEY, model)
-        self._take_reasoning(turn)
-
-    def tool_output(self, call_id: str, content: str, *, id: str) -> None:
-        """Add the result of the call ``call_id``."""
-        last = self._items[-1] if self._items else None
-        if isinstance(last, _Turn):
-            last.open = False
-        self._items.append(_Output(call_id, content, id))
-
-    def stamp(self, id: str, rec: Record) -> None:
-        """Note the time of ``rec`` (its ``timestamp`` field) as the time of message ``id``; the
-        first noted time of an id is kept."""
-        value = rec.data.get("timestamp")
-        if isinstance(value, str) and value:
-            self._times.setdefault(id, value)
-
-    def timestamps(self, messages: list[Message]) -> dict[str, str]:
-        """The source time of each of ``messages`` that has one, by message id."""
-        return {m.id: self._times[m.id] for m in messages if m.id in self._times}
-
-    def close_turn(self) -> None:
-        """End the open assistant message: later calls start a new one."""
-        last = self._items[-1] if self._items else None
-        if isinstance(last, _Turn):
-            last.open = False
-
-    def build(self) -> list[Message]:
-        """The paired conversation; see the module docstring for the rules."""
-        calls_seen: set[str] = set()
-        for item in self._items:
-            if isinstance(item, _Turn):
-                unique = []
-                for call in item.calls:
-                    if call.id in calls_seen:
-                        self._stats.skip("duplicate_tool_call")
-                        continue
-                    calls_seen.add(call.id)
-                    unique.append(call)
-                item.calls = unique
-        outputs: dict[str, _Output] = {}
-        for item in self._items:
-            if isinstance(item, _Output):
-                if item.call_id not in calls_seen:
-                    self._stats.skip("orphan_tool_output")
-                elif item.call_id in outputs:
-                    self._stats.skip("duplicate_tool_output")
-                else:
-                    outputs[item.call_id] = item
-        messages: list[Message] = []
-        in_block: set[str] = set()
-        for item in self._items:
-            if isinstance(item, _Output):
-                if outputs.get(item.call_id) is item and item.call_id not in in_block:
-                    self._stats.repaired["moved_tool_output"] += 1
-                continue
-            in_block = {c.id for c in item.calls}
-            if not item.calls and _is_empty(item.content):
-                self._stats.skip("empty_message")
-                continue
-            messages.append(
-                Message(
-                    item.role,
-                    item.content,
-                    tool_calls=tuple(item.calls),
-                    id=item.id,
-                    extra=item.extra,
-                )
-            )
-            for call in item.calls:
-                out = outputs.get(call.id)
-                if out is not None:
-                    messages.append(Message("tool", out.content, tool_call_id=call.id, id=out.id))
-                else:
-                    self._stats.repaired["placeholder_result"] += 1
-                    messages.append(
-                        Message(
-                            "tool",
-                            PLACEHOLDER_RESULT,
-                            tool_call_id=call.id,
-                            id=self.result_id(call.id),
-                            extra={MARKER_KEY: {"kind": "placeholder_result"}},
-                        )
-                    )
-        self._warn_pairing()
-        return self._user_first(messages)
-
-    def _user_first(self, messages: list[Message]) -> list[Message]:
-        """``messages`` with a marked note first when the first non-system one is no user's."""
-        at = next((k for k, m in enumerate(messages) if m.role != "system"), None)
-        if at is None or messages[at].role == "user":
-            return messages
-        note = Message(
-            "user",
-            LEADING_NOTE,
-            id=stable_id(self._prefix, self._key, "leading-note"),
-            extra={MARKER_KEY: {"kind": "leading_user_note"}},
-        )
-        self._stats.repaired["leading_user_note"] += 1
-        self._stats.warnings.append(
-            "the session starts with an answer, not a user message; a marked note was put first "
-            "so that chat APIs accept it"
-        )
-        return [*messages[:at], note, *messages[at:]]
-
-    def result_id(self, call_id: str) -> str:
-        """The id of the result message for ``call_id`` (the same for a placeholder)."""
-        return stable_id(self._prefix, self._key, "result", call_id)
-
-    def _warn_pairing(self) -> None:
-        s, r = self._stats.skipped, self._stats.repaired
-        if s["orphan_tool_output"]:
-            self._stats.warnings.append(
-                f"{s['orphan_tool_output']} tool result(s) answer a call that is not in the file; "
-                "dropped"
-            )
-        if r["placeholder_result"]:
-            self._stats.warnings.append(
-                f"{r['placeholder_result']} tool call(s) have no recorded result; a placeholder "
-                "result was added after each"
-            )
-        for key in ("orphan_tool_output", "duplicate_tool_output", "duplicate_tool_call"):
-            if not s[key]:
-                del s[key]
-        for key in ("placeholder_result", "moved_tool_output"):
-            if not r[key]:
-                del r[key]
-
-
-def _is_empty(content: str | tuple[ContentPart, ...]) -> bool:
-    if isinstance(content, str):
-        return not content.strip()
-    return not content
 
 
 def text_or_parts(parts: list[ContentPart]) -> str | tuple[ContentPart, ...]:
