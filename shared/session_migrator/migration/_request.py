@@ -37,8 +37,9 @@ from typing import Any
 from session_migrator._errors import BudgetError, OutputReserveError
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._fits import PendingToolCalls
-from session_migrator.fitting._units import DEFAULT_SLACK, Ledger, check_slack, is_step_result
+from session_migrator.fitting._units import DEFAULT_SLACK, Ledger, is_step_result
 from session_migrator.messages._messages import ContentPart, Message, as_messages
+from session_migrator.migration._kept import Kept, conversation_key
 from session_migrator.migration._migrate import default_counter, fit_messages, resolve_target
 from session_migrator.migration._options import FitOptions
 from session_migrator.migration._report import MigrationReport
@@ -150,7 +151,7 @@ def fit_request(
 def _fit_request(
     messages: Sequence[Message],
     target: str | ModelWindow,
-    kept: _Kept | None,
+    kept: Kept | None,
     *,
     tools: Sequence[Any] = (),
     response_format: Any = None,
@@ -395,11 +396,11 @@ class RequestFitter:
         self.last_fit: RequestFit | None = None
         self._lock = threading.Lock()
         self._summaries: OrderedDict[str, Summary] = OrderedDict()
-        self._kept = _Kept(max_summaries, slack)
+        self._kept = Kept(max_summaries, slack)
 
     def summary_of(self, messages: Sequence[Message]) -> Summary | None:
         """The rolling summary kept for the conversation ``messages`` start."""
-        key = _key(messages)
+        key = conversation_key(messages)
         if key is None:
             return None
         with self._lock:
@@ -416,7 +417,7 @@ class RequestFitter:
         """:func:`fit_request` with this fitter's settings and the conversation's rolling
         summary (``previous_summary`` wins); ``request`` is the request's own parts (``tools``,
         ``response_format``, ``max_output_tokens``, ``provider``, ...)."""
-        key = _key(messages)
+        key = conversation_key(messages)
         if previous_summary is None:
             previous_summary = self.summary_of(messages)
         settings: dict[str, Any] = {
@@ -441,48 +442,3 @@ class RequestFitter:
                 while len(self._summaries) > self.max_summaries:
                     self._summaries.popitem(last=False)
         return fit
-
-
-class _Kept:
-    """Each conversation's :class:`Ledger` (at most ``most``, the least recent go first),
-    reused while a request's messages extend the ledger's, else made anew. A fit takes its
-    conversation's ledger and gives it back when done (two calls at once on one conversation:
-    the second makes a ledger of its own)."""
-
-    def __init__(self, most: int, slack: float) -> None:
-        self.most = most
-        self.slack = check_slack(slack)
-        self._lock = threading.Lock()
-        self._ledgers: OrderedDict[tuple[str, str, str], Ledger] = OrderedDict()
-
-    def take(
-        self, messages: list[Message], window: ModelWindow, counter: TokenCounter
-    ) -> tuple[tuple[str, str, str], Ledger]:
-        key = (_key(messages) or "", window.name, counter.name)
-        with self._lock:
-            ledger = self._ledgers.pop(key, None)
-        if ledger is None or not _extends(messages, ledger):
-            # (the stable cut's state alone: an agent's turn is cut afresh at every call)
-            ledger = Ledger(counter.count_message, slack=self.slack, steady=False)
-        ledger.extend(messages[len(ledger) :])
-        return key, ledger
-
-    def give(self, key: tuple[str, str, str], ledger: Ledger) -> None:
-        with self._lock:
-            self._ledgers[key] = ledger
-            self._ledgers.move_to_end(key)
-            while len(self._ledgers) > self.most:
-                self._ledgers.popitem(last=False)
-
-
-def _extends(messages: Sequence[Message], ledger: Ledger) -> bool:
-    """Whether ``messages`` begin with the ledger's messages (the same ids; the newest of
-    them the same texts)."""
-    n = len(ledger)
-    if n > len(messages) or ledger.ids != [m.id for m in messages[:n]]:
-        return False
-    return all(ledger.messages[k].text == messages[k].text for k in range(max(0, n - 3), n))
-
-
-def _key(messages: Sequence[Message]) -> str | None:
-    return next((m.id for m in messages if m.role != "system"), None)
