@@ -205,7 +205,10 @@ def fit_messages(
     gap = gap_message(messages, options.gap_threshold, options.times)
     found = (
         RelatedExcerpts(
-            related, messages, query if query is not None else latest_user_text(messages)
+            related,
+            messages,
+            query if query is not None else latest_user_text(messages),
+            options.embeddings,
         )
         if related is not None
         else None
@@ -407,6 +410,7 @@ def _with_related(
         result.messages, report.tokens_after, budget, counter, cut=report.decision != "fits"
     )
     report.notes = [*report.notes, *placed.notes]
+    report.fallbacks = [*report.fallbacks, *placed.fallbacks]
     if placed.messages is None:
         return result
     report.related_ids = placed.ids

@@ -4,9 +4,15 @@ on the question, sent as dated excerpts inside one library message.
 :func:`~session_migrator.store.related_sessions` collects the other sessions from a store;
 ``migrate(..., related=...)`` (and ``SessionFitter(recall_scope=...)``) sends the most relevant
 of their exchanges (a user message and the assistant's replies to it; tool messages are left
-out) ranked by bm25 against the question (the newest user message, or ``query=``), as in
-recall within a session. They go in one system message after the system prompt and the lead
-note (``{"kind": "related"}`` in its marker), so the conversation keeps every chat rule.
+out) ranked by bm25 against the question (the newest user message, or ``query=``) with its
+second hop, as in recall within a session. With an embedding model (``embeddings=``), a
+question's exchanges are ranked by it too and the two rankings fused (see
+:mod:`session_migrator.recall._hybrid`): a question that shares no word with what was said
+("What should I cook tonight?" after "I'm vegetarian") finds it; under a
+:class:`~session_migrator.SessionFitter` each message's vector is kept in the store under its
+own session, so it is embedded once. They go in one system message after the system prompt and
+the lead note (``{"kind": "related"}`` in its marker), so the conversation keeps every chat
+rule; each message is shown as it was said (at most :data:`EXCERPT_CHARS` characters).
 
 Room: the current session is fitted first. When it fits whole, the excerpts take the room it
 leaves: all of it when the newest message asks something (a question mark, or a question's
@@ -15,8 +21,8 @@ most :data:`RELATED_SHARE` of the budget (at most :data:`MAX_EXCERPTS` exchanges
 does not pull in the past. When the session is cut anyway and the question is about the past
 ("what hotel did we pick last week?", a date), the room the relevant excerpts take (at most
 :data:`PAST_SHARE` of the budget) is held back from the fit, as for a retrieved context; for
-other questions the excerpts take only what the fit leaves. Nothing is added when no exchange
-shares a word with the question (a bm25 score of 0).
+other questions the excerpts take only what the fit leaves. Without an embedding model,
+nothing is added when no exchange shares a word with the question (a bm25 score of 0).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.fitting._units import stable_id
@@ -127,8 +133,15 @@ class _Exchange:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 3] + "..."
+    """``text`` as an excerpt shows it: as said (its lines kept), at most
+    :data:`EXCERPT_CHARS` characters."""
+    text = text.strip()
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 3].rstrip() + "..."
+
+
+def _group(e: _Exchange) -> tuple[str, str]:
+    """The session and day an excerpt is dated under (one line heads each)."""
+    return e.session.id, f"{e.when:%Y-%m-%d}" if e.when else ""
 
 
 def _name(session: RelatedSession) -> str:
@@ -167,6 +180,7 @@ class Placed:
     tokens: int
     ids: dict[str, list[str]]
     notes: list[str]
+    fallbacks: list[str] = field(default_factory=list)
 
 
 class RelatedExcerpts:
@@ -178,6 +192,7 @@ class RelatedExcerpts:
         related: RelatedSessions | Sequence[RelatedSession],
         messages: Sequence[Message],
         query: str,
+        embeddings: Any = None,
     ) -> None:
         if isinstance(related, RelatedSessions):
             self.scope: RecallScope | None = related.scope
@@ -192,6 +207,9 @@ class RelatedExcerpts:
                 )
         self.sessions = sessions
         self.query = query
+        self.embeddings = embeddings
+        self.fallbacks: list[str] = []  # (why the embedding model was not used, when it failed)
+        self.dense_notes: list[str] = []
         self.now = next((m.timestamp for m in reversed(messages) if m.timestamp), None)
         self.days = day_tokens(query, self.now)
         self.asks = asks(query)
@@ -214,10 +232,17 @@ class RelatedExcerpts:
         documents = [
             "\n".join(e.lines() + ([day_token(e.when)] if e.when else [])) for e in self.exchanges
         ]
-        ranked = rank_by_relevance(documents, search)
+        ranked = rank_by_relevance(documents, search, hop=True)
         best = ranked[0][1] if ranked else 0.0
         least = 0.0 if self.asks else best * MIN_SCORE_SHARE
         ranked = [(k, score) for k, score in ranked if score > 0 and score >= least]
+        found = np.array([k for k, _ in ranked], dtype=np.int64)
+        scores = np.array([v for _, v in ranked], dtype=np.float64)
+        sims = self._similarities(search) if self.asks else None
+        if sims is not None:
+            from session_migrator.recall._hybrid import fuse
+
+            found, scores = fuse(found, sims)
         together = np.zeros(max(len(self.exchanges) - 1, 0), dtype=bool)
         for k, (a, b) in enumerate(itertools.pairwise(self.exchanges)):
             together[k] = (
@@ -226,10 +251,53 @@ class RelatedExcerpts:
                 and b.when is not None
                 and abs(b.when - a.when) < SAME_CONVERSATION
             )
-        found = np.array([k for k, _ in ranked], dtype=np.int64)
-        scores = np.array([v for _, v in ranked], dtype=np.float64)
         order: list[int] = _with_neighbours(found, scores, together).tolist()
         return order
+
+    def _similarities(self, search: str) -> Any:
+        """Each exchange's cosine similarity to ``search`` by the embedding model (its best
+        message's), or ``None`` without one or when it failed (then :attr:`fallbacks` says
+        why). A :class:`~session_migrator.recall._embeddings.StoredVectors` of a store (a
+        ``SessionFitter``'s) reads and writes each other session's vectors under that
+        session, so a message is embedded once whichever session's fit needs it; all the
+        model's calls share one deadline."""
+        if self.embeddings is None or not self.exchanges:
+            return None
+        import numpy as np
+
+        from session_migrator.recall._embeddings import StoredVectors, as_embeddings
+        from session_migrator.recall._hybrid import HybridRecall
+
+        given = self.embeddings
+        if isinstance(given, StoredVectors):
+            model, store = given.embeddings, given.store
+        else:
+            model, store = as_embeddings(given), None
+        by_session: dict[str, list[int]] = {}
+        for k, e in enumerate(self.exchanges):
+            by_session.setdefault(e.session.id, []).append(k)
+        sims = np.full(len(self.exchanges), -1.0)
+        unstored = StoredVectors(model, None, None)
+        deadline = None
+        embedded = 0
+        for sid, at in by_session.items():
+            hybrid = HybridRecall(StoredVectors(model, store, sid) if store else unstored)
+            hybrid.deadline = deadline
+            found = hybrid.similarities([self.exchanges[k].messages for k in at], search)
+            deadline, embedded = hybrid.deadline, embedded + hybrid.embedded
+            if found is None:
+                self.fallbacks.append(
+                    hybrid.fallbacks[-1].replace("the cut turns", "the other sessions' exchanges")
+                    if hybrid.fallbacks
+                    else f"embeddings {model.key}: no vectors; recall across sessions by bm25"
+                )
+                return None
+            sims[at] = found
+        self.dense_notes.append(
+            f"recall across sessions ranked {len(self.exchanges)} exchange(s) by bm25 and "
+            f"{model.key} embeddings (reciprocal-rank fusion); {embedded} message(s) embedded"
+        )
+        return sims
 
     @property
     def asks_about_the_past(self) -> bool:
@@ -243,13 +311,17 @@ class RelatedExcerpts:
             return None, []
         left = room - counter.count_message(Message("system", self._header()))
         taken: list[int] = []
+        headed: set[tuple[str, str]] = set()  # (the message dates each session's day once)
         most, tried = (len(self.ranked), None) if self.asks else (MAX_EXCERPTS, _TRIED)
         for k in self.ranked[:tried]:
             if len(taken) >= most or left <= 0:
                 break
-            cost = counter.count_text(self._block(self.exchanges[k], True)) + 4
+            e = self.exchanges[k]
+            group = _group(e)
+            cost = counter.count_text(self._block(e, group not in headed)) + 1
             if cost <= left:
                 taken.append(k)
+                headed.add(group)
                 left -= cost
         while taken:
             message = self._message(taken)
@@ -285,7 +357,7 @@ class RelatedExcerpts:
         message, taken = self.pick(room, counter) if any(m.role != "system" for m in sent) else (
             None, []
         )  # fmt: skip
-        notes = list(self.notes)
+        notes = [*self.notes, *self.dense_notes]
         if message is not None:
             at = next((i for i, m in enumerate(sent) if m.role != "system"), len(sent))
             out = [*sent[:at], message, *sent[at:]]
@@ -296,7 +368,7 @@ class RelatedExcerpts:
                     e = self.exchanges[k]
                     ids.setdefault(e.session.id, []).extend(m.id for m in e.messages)
                 notes.append(self._recalled_note(taken))
-                return Placed(out, total, ids, notes)
+                return Placed(out, total, ids, notes, self.fallbacks)
         if self.ranked:
             notes.append(
                 f"{len(self.ranked)} exchange(s) of other sessions matched the question; none "
@@ -307,7 +379,7 @@ class RelatedExcerpts:
                 f"no exchange of the {len(self.sessions)} other session(s) searched matched "
                 "the question"
             )
-        return Placed(None, tokens, {}, notes)
+        return Placed(None, tokens, {}, notes, self.fallbacks)
 
     # -- the message -------------------------------------------------------------------------
 
@@ -347,7 +419,7 @@ class RelatedExcerpts:
         previous: tuple[str, str] | None = None
         for k in self._shown(taken):
             e = self.exchanges[k]
-            group = (e.session.id, f"{e.when:%Y-%m-%d}" if e.when else "")
+            group = _group(e)
             parts.append(self._block(e, group != previous))
             previous = group
         ids = [m.id for k in self._shown(taken) for m in self.exchanges[k].messages]
