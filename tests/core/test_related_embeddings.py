@@ -114,7 +114,8 @@ def test_a_paraphrase_reaches_a_new_session_only_with_the_model(store: BaseSessi
     without, _ = _ask(store, None, "today-plain")
     assert PREFERENCE not in without
 
-    text, report = _ask(store, Embeddings(Counting(), name="minilm-counted"))
+    text, report = _ask(store, Embeddings(Counting(), name="minilm-counted", timeout=120))
+    assert report.fallbacks == []
     assert PREFERENCE in text
     assert "mushrooms" not in text  # (never another user's)
     assert report.tokens_after <= WINDOW.max_input_tokens
@@ -129,7 +130,7 @@ def test_vectors_are_kept_under_their_sessions_and_not_made_twice(
     under its own session; a new process (a new model wrapper, empty memory) reads them back
     and embeds only what is new."""
     first = Counting()
-    text, _ = _ask(store, Embeddings(first, name="minilm-counted"))
+    text, _ = _ask(store, Embeddings(first, name="minilm-counted", timeout=120))
     assert PREFERENCE in text
     assert first.documents >= 2 * len(FILLER) + 2  # (every message of Ann's other sessions)
     diet_ids = [m.id for m in store.load("ann-diet")]
@@ -141,7 +142,7 @@ def test_vectors_are_kept_under_their_sessions_and_not_made_twice(
     )
 
     second = Counting()
-    text, _ = _ask(store, Embeddings(second, name="minilm-counted"), "tomorrow")
+    text, _ = _ask(store, Embeddings(second, name="minilm-counted", timeout=120), "tomorrow")
     assert PREFERENCE in text
     # only the question (by embed_query) and the one message new since: the first session's
     assert second.documents == 2
