@@ -99,6 +99,8 @@ def build_server(
     max_sessions: int = DEFAULT_CACHED_SESSIONS,
     embeddings: Any = None,
     summarizer: Any = None,
+    user_facts: bool = False,
+    fact_extractor: Any = None,
 ) -> "MCPServer[Any]":
     """The MCP server object with every tool registered (not yet running).
 
@@ -107,6 +109,9 @@ def build_server(
     :func:`session_migrator.local_embeddings`, what ``session-migrator mcp --embeddings local``
     gives; see :class:`SessionTools`). ``summarizer``: writes the summaries of what
     ``session_context`` cuts, in the background (``session-migrator mcp --summarizer openai``).
+    ``user_facts`` (``--user-facts``): the facts users state in the messages ``session_append``
+    stores are learnt (by rules, and by ``fact_extractor`` in the background) and sent in every
+    ``session_context`` of their sessions.
     Raises :class:`~session_migrator.MissingDependencyError` when the ``mcp`` extra is missing.
     """
     try:
@@ -120,7 +125,12 @@ def build_server(
         raise MissingDependencyError("The MCP server", "mcp") from exc
 
     tools = SessionTools(
-        store, max_sessions=max_sessions, embeddings=embeddings, summarizer=summarizer
+        store,
+        max_sessions=max_sessions,
+        embeddings=embeddings,
+        summarizer=summarizer,
+        user_facts=user_facts,
+        fact_extractor=fact_extractor,
     )
 
     def call(fn: Callable[..., dict[str, Any]], *args: Any) -> CallToolResult:
@@ -332,12 +342,22 @@ def build_server(
                 "stores nothing twice. Without it, messages without an 'id' are always appended.",
             ),
         ] = None,
+        user_id: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                description="The user of a new session (recall across a user's sessions and "
+                "their facts key on it); an existing session's must match.",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, out.AppendAnswer]:
         """Append messages to a stored session (created on first append). Messages with an
         'id' already stored are skipped; messages without one are always appended unless
         idempotency_key names the batch, so a retry with the same key is safe. The full log
         is kept."""
-        return call(tools.session_append, session_id, messages_json, workspace, idempotency_key)
+        return call(
+            tools.session_append, session_id, messages_json, workspace, idempotency_key, user_id
+        )
 
     # writes the rolling summary and the migration log; the same call gives the same answer
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))

@@ -7,7 +7,12 @@ import sys
 from typing import Any
 
 from session_migrator.cli._embedding_options import add_embeddings_option, embeddings_from_args
-from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
+from session_migrator.cli._summarizer_options import (
+    add_summarizer_options,
+    add_user_facts_option,
+    fact_extractor_from_args,
+    summarizer_from_args,
+)
 
 
 def register(sub: Any) -> None:
@@ -32,6 +37,7 @@ def register(sub: Any) -> None:
         help="'openai': an OpenAI-compatible model writes the summaries of what a session's "
         "context cuts, in the background (no call waits for it)",
     )
+    add_user_facts_option(p)
     p.set_defaults(handler=run_mcp)
 
 
@@ -39,8 +45,13 @@ def run_mcp(args: argparse.Namespace) -> int:
     from session_migrator.mcp_server import build_server
 
     # a missing extra (mcp, local-embeddings) is a MissingDependencyError naming what to install
+    summarizer = summarizer_from_args(args)
     server = build_server(
-        args.store, embeddings=embeddings_from_args(args), summarizer=summarizer_from_args(args)
+        args.store,
+        embeddings=embeddings_from_args(args),
+        summarizer=summarizer,
+        user_facts=args.user_facts != "off",
+        fact_extractor=fact_extractor_from_args(args, summarizer),
     )
     if sys.stdin.isatty():
         print(

@@ -8,7 +8,12 @@ import sys
 from typing import Any
 
 from session_migrator._errors import MissingDependencyError
-from session_migrator.cli._summarizer_options import add_summarizer_options, summarizer_from_args
+from session_migrator.cli._summarizer_options import (
+    add_summarizer_options,
+    add_user_facts_option,
+    fact_extractor_from_args,
+    summarizer_from_args,
+)
 
 
 def register(sub: Any) -> None:
@@ -40,6 +45,7 @@ def register(sub: Any) -> None:
         help="'openai': an OpenAI-compatible model writes the summaries of what a session's "
         "context cuts, in the background (no call waits for it)",
     )
+    add_user_facts_option(p)
     p.set_defaults(handler=run_serve)
 
 
@@ -70,6 +76,7 @@ def run_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    summarizer = summarizer_from_args(args)
     app = create_app(
         args.store,
         tokens=tokens,
@@ -77,7 +84,9 @@ def run_serve(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         mcp=args.mcp,
         host=args.host,
-        summarizer=summarizer_from_args(args),
+        summarizer=summarizer,
+        user_facts=args.user_facts != "off",
+        fact_extractor=fact_extractor_from_args(args, summarizer),
     )
     where = args.socket or f"http://{args.host}:{args.port}"
     print(f"session-migrator HTTP API on {where} ({len(tokens)} token(s))", file=sys.stderr)

@@ -54,3 +54,31 @@ def summarizer_from_args(args: argparse.Namespace) -> OpenAISummarizer | None:
         if key is None:
             raise CliError(f"the environment variable {args.summarizer_api_key_env} is not set")
     return OpenAISummarizer(args.summarizer_model, base_url=args.summarizer_base_url, api_key=key)
+
+
+def add_user_facts_option(parser: Any) -> None:
+    """``--user-facts`` on a server's ``parser``: learn what users state about themselves."""
+    parser.add_argument(
+        "--user-facts",
+        choices=("off", "rules", "openai"),
+        default="off",
+        help="learn the facts users state in appended messages ('I'm vegetarian') and send "
+        "them in every fit of their sessions: 'rules' reads plain statements offline; 'openai' "
+        "also asks the --summarizer openai model, in the background (no call waits for it)",
+    )
+
+
+def fact_extractor_from_args(args: argparse.Namespace, summarizer: Any) -> Any:
+    """The fact extractor ``--user-facts openai`` asks for (the ``--summarizer openai`` model),
+    else ``None``."""
+    if args.user_facts != "openai":
+        return None
+    if summarizer is None:
+        raise CliError(
+            "--user-facts openai asks the model --summarizer openai configures: add "
+            "--summarizer openai (and --summarizer-model/--summarizer-base-url), or use "
+            "--user-facts rules"
+        )
+    from session_migrator.summaries._fact_extractors import OpenAIFactExtractor
+
+    return OpenAIFactExtractor(summarizer=summarizer)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from session_migrator._errors import SessionNotFoundError
@@ -29,8 +31,10 @@ from session_migrator.mcp._arguments import (
 from session_migrator.recall._embeddings import as_embeddings
 
 if TYPE_CHECKING:
+    from session_migrator.messages._messages import Message
     from session_migrator.sessions._fitter import SessionFitter
     from session_migrator.store import BaseSessionStore
+    from session_migrator.summaries._fact_extractors import FactExtractor
     from session_migrator.summaries._summarizers import Summarizer
 
 __all__ = [
@@ -67,6 +71,10 @@ class SessionTools:
     ``summarizer``: a model that writes the summaries of what :meth:`session_context` cuts; it
     runs in the background (the process's :class:`~session_migrator.Compactor`), so no call waits
     for it, and until a summary is written the fit sends the offline one.
+    ``user_facts``: what the users of appended sessions (their metadata's ``user_id``) state
+    about themselves is read by rules as it is appended, and by ``fact_extractor`` (a
+    :class:`~session_migrator.FactExtractor`) in the background, kept per user, and sent in
+    every :meth:`session_context` of their sessions (see ``SessionFitter(user_facts=True)``).
     :meth:`session_usage` says where the session's compaction stands.
 
     >>> tools = SessionTools(store="memory://")
@@ -81,11 +89,17 @@ class SessionTools:
         max_sessions: int = DEFAULT_CACHED_SESSIONS,
         embeddings: Any = None,
         summarizer: Summarizer | None = None,
+        user_facts: bool = False,
+        fact_extractor: FactExtractor | None = None,
     ) -> None:
+        from session_migrator.sessions._facts import check_extractor
+
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         self.embeddings = None if embeddings is None else as_embeddings(embeddings)
         self.summarizer = summarizer
+        self.user_facts = user_facts
+        self.fact_extractor = check_extractor(fact_extractor, user_facts)
         self._store_arg = store
         self._store: BaseSessionStore | None = None
         self.max_sessions = max_sessions
@@ -233,23 +247,32 @@ class SessionTools:
         messages_json: MessagesArg,
         workspace: str | None = None,
         idempotency_key: str | None = None,
+        user_id: str | None = None,
     ) -> dict[str, Any]:
         messages = parse_messages(messages_json)
         with self._lock:
-            existing = self.store.get_session(session_id) if workspace is not None else None
-            if existing is not None and existing.workspace != workspace:
+            existing = self.store.get_session(session_id)
+            if existing is not None and workspace is not None and existing.workspace != workspace:
                 raise ArgumentError(
                     f"session {session_id!r} is in workspace {existing.workspace!r}, not "
                     f"{workspace!r}: workspace only places a new session (leave it out to "
                     "append to this one, or use another session_id)"
                 )
+            owner = existing.metadata.get("user_id") if existing is not None else None
+            if existing is not None and user_id is not None and owner != user_id:
+                raise ArgumentError(
+                    f"session {session_id!r} belongs to user {owner!r}, not {user_id!r}: "
+                    "user_id only stamps a new session (leave it out to append to this one)"
+                )
             added = self.store.append(
                 session_id,
                 messages,
                 workspace=workspace or "default",
+                metadata={"user_id": user_id} if existing is None and user_id else None,
                 idempotency_key=idempotency_key,
             )
             info = self.store.get_session(session_id)
+            self.learn(info.metadata if info else None, messages, added)
         return {
             "session_id": session_id,
             "workspace": info.workspace if info else workspace or "default",
@@ -258,6 +281,20 @@ class SessionTools:
             "already_stored": len(messages) - added,
             "message_count": info.message_count if info else added,
         }
+
+    def learn(
+        self, metadata: Mapping[str, Any] | None, messages: list[Message], added: int
+    ) -> None:
+        """With ``user_facts``: learn the facts the session's user (``metadata``'s
+        ``user_id``) states in the ``added`` newest of the appended ``messages`` (by rules now,
+        by the fact extractor in the background)."""
+        user = (metadata or {}).get("user_id")
+        if not self.user_facts or not added or not isinstance(user, str) or not user:
+            return
+        from session_migrator.sessions._facts import learn_facts
+
+        new = messages[len(messages) - added :]
+        learn_facts(self.store, user, new, self.fact_extractor, datetime.now(UTC), self._lock)
 
     def session_context(
         self,
@@ -293,6 +330,7 @@ class SessionTools:
                     embeddings=self.embeddings,
                     summarizer=self.summarizer,
                     compactor=self.summarizer is not None,
+                    user_facts=self.user_facts,
                 )
             self._fitters[key] = fitter
             self._fitters.move_to_end(key)

@@ -119,8 +119,15 @@ class _Api(PlaceholderRoutes, FactRoutes):
         max_body: int,
         timeout: float,
         summarizer: Any = None,
+        user_facts: bool = False,
+        fact_extractor: Any = None,
     ) -> None:
-        self.tools = SessionTools(store=store, summarizer=summarizer)
+        self.tools = SessionTools(
+            store=store,
+            summarizer=summarizer,
+            user_facts=user_facts,
+            fact_extractor=fact_extractor,
+        )
         self.tokens = tokens
         self.max_body = max_body
         self.timeout = timeout
@@ -247,6 +254,7 @@ class _Api(PlaceholderRoutes, FactRoutes):
             idempotency_key=key if isinstance(key, str) else None,
         )
         after = store.get_session(session_id)
+        self.tools.learn(after.metadata if after else None, messages, added)
         return {
             "session_id": session_id,
             "received": len(messages),
@@ -405,6 +413,8 @@ def create_app(
     mcp: bool = False,
     host: str = "127.0.0.1",
     summarizer: Any = None,
+    user_facts: bool = False,
+    fact_extractor: Any = None,
 ) -> Starlette:
     """The HTTP API over ``store`` (a store or URL; ``None``: the default store).
 
@@ -413,9 +423,14 @@ def create_app(
     extra), behind the same tokens; ``host`` is where it is served (the MCP endpoint checks the
     ``Host`` header against it). ``summarizer``: writes the summaries of what a session's
     context cuts, in the background (``session-migrator serve --summarizer openai``); the
-    usage route says where each session's compaction stands.
+    usage route says where each session's compaction stands. ``user_facts``
+    (``serve --user-facts``): the facts a token's user states in appended messages are learnt
+    (by rules, and by ``fact_extractor`` in the background) and sent in every outbound request
+    of their sessions.
     """
-    api = _Api(store, tokens if tokens else None, max_body, timeout, summarizer)
+    api = _Api(
+        store, tokens if tokens else None, max_body, timeout, summarizer, user_facts, fact_extractor
+    )
     routes: list[BaseRoute] = [
         Route(
             spec.path,
@@ -428,7 +443,12 @@ def create_app(
     if mcp:
         from session_migrator.mcp_server import build_server
 
-        server = build_server(api.tools.store, summarizer=summarizer)
+        server = build_server(
+            api.tools.store,
+            summarizer=summarizer,
+            user_facts=user_facts,
+            fact_extractor=fact_extractor,
+        )
         endpoint = server.streamable_http_app(streamable_http_path="/", host=host)
         routes.append(Mount("/mcp", app=_admins_only(endpoint, api.tokens)))
 
