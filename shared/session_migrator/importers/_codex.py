@@ -133,6 +133,7 @@ def import_codex(
         repaired=dict(stats.repaired),
         warnings=list(stats.warnings),
         lines=nlines,
+        harness_prompt=reader.harness_prompt,
     )
 
 
@@ -160,6 +161,7 @@ class _Reader:
         self.observed: int | None = None
         self.context_window: int | None = None
         self.recognised = 0
+        self.harness_prompt = ""
         self.last_entry_at: str | None = None
         self.conversation = Conversation(stats, id_prefix="cx", key=key)
         self._key = key
@@ -233,6 +235,10 @@ class _Reader:
         instructions = meta.get("instructions") or meta.get("base_instructions")
         if instructions:
             self.stats.skip("base_instructions")
+            if isinstance(instructions, Mapping):
+                instructions = instructions.get("text")
+            if isinstance(instructions, str) and not self.harness_prompt:
+                self.harness_prompt = instructions
         model = meta.get("model")
         if isinstance(model, str):
             self._model(model)
