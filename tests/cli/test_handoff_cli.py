@@ -16,6 +16,7 @@ import pytest
 from session_migrator import Message, migrate, register_model
 from session_migrator.cli import main
 from session_migrator.importers import claude_project_dir, import_claude_code, import_codex
+from session_migrator.store import open_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "importers" / "fixtures"
 CODEX = next((FIXTURES / "codex_current" / "2026").rglob("rollout-*.jsonl"))
@@ -281,3 +282,25 @@ def test_without_a_path_the_newest_session_of_the_directory_continues(
     assert main(["handoff", "--cwd", "/home/dev/none", "--to", "codex", "--model",
                  "gpt-5-codex", "--home", str(home)]) == 2  # fmt: skip
     assert "no session of /home/dev/none found" in capsys.readouterr().err
+
+
+def test_the_whole_source_session_is_kept_in_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'kept.db'}"
+    for _ in range(2):
+        assert main(["handoff", str(REAL_CODEX), "--to", "codex", "--model", "gpt-4",
+                     "--home", str(tmp_path), "--store", url, "--no-brief"]) == 0  # fmt: skip
+    first, again = re.findall(r"kept the whole source session in .* as '([^']+)' \((\d+)",
+                              capsys.readouterr().err)  # fmt: skip
+    source = import_codex(REAL_CODEX).session
+    assert first == (source.id, str(len(source.messages)))
+    assert again == (source.id, "0")  # imported before: nothing stored twice
+    with open_store(url) as store:
+        kept = store.load(source.id)
+    # what the handoff left out is in the store: the harness blocks and AGENTS.md
+    assert [m.text for m in kept] == [m.text for m in source.messages]
+    assert any("<permissions instructions>" in m.text for m in kept)
+    assert main(["handoff", str(REAL_CODEX), "--to", "codex", "--model", "gpt-4",
+                 "--home", str(tmp_path), "--no-store", "--no-brief"]) == 0  # fmt: skip
+    assert "kept the whole" not in capsys.readouterr().err

@@ -74,6 +74,15 @@ def register(sub: Any) -> None:
             "OpenCode an id starting with ses)"
         ),
     )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--store",
+        metavar="URL",
+        help="keep the whole source session in this store (default: the embedded SQLite store)",
+    )
+    where.add_argument(
+        "--no-store", action="store_true", help="do not keep the source session in a store"
+    )
     p.add_argument(
         "--no-brief", action="store_true", help="print the resume commands only, not the brief"
     )
@@ -81,6 +90,11 @@ def register(sub: Any) -> None:
 
 
 def run_handoff(args: argparse.Namespace) -> int:
+    store = None
+    if not args.no_store:
+        from session_migrator.store import open_store
+
+        store = open_store(args.store)
     try:
         done = handoff(
             args.path or None,
@@ -90,6 +104,7 @@ def run_handoff(args: argparse.Namespace) -> int:
             cwd=args.cwd,
             session_id=args.session_id,
             source=args.source,
+            store=store,
         )
     except ImportFormatError as exc:
         raise CliError(str(exc)) from None
@@ -97,6 +112,9 @@ def run_handoff(args: argparse.Namespace) -> int:
         if isinstance(exc, SessionMigratorError):
             raise
         raise CliError(str(exc)) from None
+    finally:
+        if store is not None:
+            store.close()
     report = done.report
     if args.path is None:
         print(f"continuing {done.source_path} ({done.source_format})", file=sys.stderr)
@@ -112,6 +130,12 @@ def run_handoff(args: argparse.Namespace) -> int:
         print(
             f"left out the source agent's harness: {done.harness_tokens:,} tokens ({kinds}; "
             f"{done.harness_messages} message(s) whole); the target sends its own",
+            file=sys.stderr,
+        )
+    if store is not None:
+        print(
+            f"kept the whole source session in {store.url} as {done.stored_session_id!r} "
+            f"({done.stored_messages} message(s) newly stored)",
             file=sys.stderr,
         )
     for command in done.commands:
