@@ -200,3 +200,20 @@ def test_a_handoff_writes_the_searches_as_calls_the_target_reads(tmp_path: Path)
     results = {m.tool_call_id: m.text for m in back if m.role == "tool"}
     assert "Django 5.2 released" in results["srvtoolu_01"]
     assert "Django 5.2 is current." in [m.text for m in back]
+
+
+def test_a_session_the_real_claude_code_wrote_keeps_its_read_result(tmp_path: Path) -> None:
+    # Claude Code 2.1.x, `claude -p` against a loopback Messages API emulator: a Read call, its
+    # toolUseResult, and the harness's attachment entries (its agents' and skills' listings)
+    path = next((Path(__file__).parent / "fixtures" / "claude_code_21").rglob("*.jsonl"))
+    result = import_claude_code(path)
+    assert result.warnings == []
+    assert result.skipped["attachment:skill_listing"] == 1
+    assert result.skipped["attachment:agent_listing_delta"] == 1
+    read = next(m for m in result.session.messages if m.role == "tool")
+    assert read.text == "1\tprint(1/0)\n2\t"
+    assert read.extra["source_result"] == {
+        "type": "text",
+        "file": {"filePath": "/home/dev/app/app.py", "numLines": 2, "startLine": 1,
+                 "totalLines": 2},
+    }  # fmt: skip

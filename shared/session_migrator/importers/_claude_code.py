@@ -25,9 +25,16 @@ writes parallel ``tool_use`` entries that way) are kept, and a tool result is fo
 order. A ``custom-title``, ``summary`` or ``ai-title`` entry gives the session a ``title`` (in
 that order of preference; ``ai_title`` is kept too) and ``last-prompt`` a ``last_prompt``;
 ``system``, ``progress``, ``file-history-snapshot``, ``queue-operation``, ``permission-mode`` and
-``mode`` entries are skipped on purpose with a count, unknown entry types with a count and a
-warning. The last response's usage (input plus cache
-read and cache creation tokens) is recorded as ``observed_input_tokens``.
+``mode`` entries are skipped on purpose with a count, and so are ``attachment`` entries (what
+Claude Code 2.1 attaches for its model: the listings of its agents and skills, reminders; counted
+as ``attachment:<type>``); unknown entry types with a count and a warning. The last response's
+usage (input plus cache read and cache creation tokens) is recorded as ``observed_input_tokens``.
+
+Web searches the API ran (``server_tool_use`` and its ``web_search_tool_result``, inside the
+response) become a call paired with its result (titles and addresses; the encrypted page content
+left out), the response's later text an assistant message after it. The structured result Claude
+Code keeps beside a tool's text (``toolUseResult``) is the result's ``extra["source_result"]``,
+without the whole file where the call or the text holds it.
 """
 
 from __future__ import annotations
@@ -317,6 +324,12 @@ class _Reader:
                     self.texts[key] = data[field]
             elif isinstance(kind, str) and kind in _IGNORED_TYPES:
                 self.stats.skip(kind)
+            elif kind == "attachment":
+                # what the harness attaches for its model (its agents' and skills' listings,
+                # reminders): counted by its type
+                what = data.get("attachment")
+                atype = what.get("type") if isinstance(what, Mapping) else None
+                self.stats.skip(f"attachment:{atype}" if isinstance(atype, str) else "attachment")
             else:
                 key = f"unknown:{kind}" if isinstance(kind, str) else "unknown"
                 self.stats.skip(key)
