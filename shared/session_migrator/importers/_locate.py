@@ -80,16 +80,18 @@ def _by_age(paths: Iterator[Path]) -> list[Path]:
     return [p for _, _, p in sorted(dated, reverse=True)]
 
 
-def _claude_candidates(cwd: str, home: str | Path | None) -> list[Path]:
+def _claude_candidates(cwd: str, home: str | Path | None) -> Iterator[Path]:
     base = Path(home).expanduser() if home is not None else Path.home()
     folder = claude_project_dir(base, cwd)
     if not folder.is_dir():
-        return []
+        return
     # sub-agent transcripts sit in <session>/subagents/: only the folder's own files
-    files = _by_age(p for p in folder.glob("*.jsonl") if p.is_file())
-    # the folder's name is the directory with every non-alphanumeric character as "-": two
-    # directories can share one; a file naming another directory is not this one's
-    return [p for p in files if (found := _claude_cwd(p)) is None or _same_dir(found, cwd)]
+    for path in _by_age(p for p in folder.glob("*.jsonl") if p.is_file()):
+        # the folder's name is the directory with every non-alphanumeric character as "-": two
+        # directories can share one; a file naming another directory is not this one's
+        found = _claude_cwd(path)
+        if found is None or _same_dir(found, cwd):
+            yield path
 
 
 def _codex_candidates(cwd: str, home: str | Path | None) -> Iterator[Path]:
@@ -122,7 +124,7 @@ def newest_session(
     found: list[tuple[float, str, Path]] = []
     for kind in [source] if source else list(SOURCES):
         if kind == "claude-code":
-            newest = next(iter(_claude_candidates(where, home)), None)
+            newest = next(_claude_candidates(where, home), None)
         else:
             newest = next(_codex_candidates(where, home), None)
         if newest is not None:
