@@ -4,9 +4,10 @@ Run it with ``session-migrator mcp`` (or ``python -m session_migrator mcp``); it
 ``[mcp]`` extra. Importing this module does not import ``mcp``: :func:`build_server` does, and
 raises :class:`~session_migrator.MissingDependencyError` with the install command without it.
 
-Tools (every result is a JSON object sent once, as ``structuredContent`` checked against the
-tool's output schema, beside one line of text; bad arguments come back as tool errors with a
-message that says what to fix, and the server keeps serving):
+Tools (every result is a JSON object, sent as ``structuredContent`` checked against the tool's
+output schema, and as one text block for the clients that read only text: a line saying what it
+holds, then the same JSON, compact; bad arguments come back as tool errors with a message that
+says what to fix, and the server keeps serving):
 
 - ``model_context_window(model)``: window, input cap, max output, tokenizer, source;
 - ``list_known_models(query?, provider?, limit?)``;
@@ -25,6 +26,12 @@ message that says what to fix, and the server keeps serving):
   ``session_context`` goes through :class:`~session_migrator.sessions._fitter.SessionFitter`:
   cached counts, the rolling summary and the migration log are kept in the store, and the
   placeholders the agent put (``compress_context``) are honoured.
+- ``import_session(path?, source?, cwd?, home?, session_id?, workspace?)``: a Claude Code or
+  Codex session file imported into the store from disk (by path, or the newest session of a
+  working directory), answered by its id, counts and a short brief;
+  ``handoff_session(to, model, path?, source?, home?, cwd?)``: the same session continued in
+  Claude Code, Codex, Gemini CLI or OpenCode (kept whole in the store, fitted without the source
+  agent's harness, written where the target looks), answered by the resume command and the brief.
 
 With an embedding model (``build_server(embeddings=...)``; ``session-migrator mcp --embeddings
 local``: :func:`session_migrator.local_embeddings`), ``migrate_session`` and ``session_context``
@@ -50,7 +57,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from session_migrator._errors import MissingDependencyError, SessionMigratorError
 from session_migrator._version import __version__
-from session_migrator.mcp._answers import jsonable, summary
+from session_migrator.mcp._answers import answer_text, jsonable
 from session_migrator.mcp._arguments import argument_problems
 from session_migrator.mcp._tools import (
     DEFAULT_ANSWER_TOKENS,
@@ -86,7 +93,9 @@ INSTRUCTIONS = (
     "model_context_window / list_known_models look up windows; migrate_session fits a list of "
     "OpenAI-format messages to a target model (unchanged when it fits, compressed otherwise, "
     "never over budget); the session_* tools keep the full conversation in a store and return "
-    "it fitted to any model. Long answers are paged: call again with offset=page.next_offset."
+    "it fitted to any model. import_session reads a Claude Code or Codex session from disk (by "
+    "path, or the newest of a working directory) into the store; handoff_session continues it "
+    "in another coding agent. Long answers are paged: call again with offset=page.next_offset."
 )
 
 
@@ -134,13 +143,14 @@ def build_server(
     )
 
     def call(fn: Callable[..., dict[str, Any]], *args: Any) -> CallToolResult:
-        """The answer, once: structuredContent (checked against the tool's output schema) and
-        a one-line text saying what it holds."""
+        """The answer: structuredContent (checked against the tool's output schema), and for
+        the clients that read only text, one text block: a line saying what it holds, then the
+        same JSON, compact."""
         try:
             data = jsonable(fn(*args))
         except (SessionMigratorError, ValueError, LookupError) as exc:
             raise ToolError(str(exc)) from exc
-        text = TextContent(type="text", text=summary(fn.__name__, data))
+        text = TextContent(type="text", text=answer_text(fn.__name__, data))
         return CallToolResult(content=[text], structured_content=data)
 
     class Server(MCPServer[Any]):
@@ -428,25 +438,89 @@ def build_server(
         the id), from the store."""
         return call(tools.read_context, session_id, id, offset, limit)
 
+    SessionPath = Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="A Claude Code session (~/.claude/projects/<project>/<id>.jsonl) or a "
+            "Codex rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl). Leave it out to "
+            "take the newest session of 'cwd'.",
+        ),
+    ]
+    Source = Annotated[
+        Literal["claude-code", "codex"] | None,
+        Field(
+            description="The agent whose session it is: its file format, and without 'path' "
+            "where to look (default: either; the session written last wins)."
+        ),
+    ]
+    Home = Annotated[
+        str | None,
+        Field(
+            description="The home folder the agents keep their sessions under (default: ~; "
+            "for Codex, $CODEX_HOME when it is set)."
+        ),
+    ]
+
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
+    def import_session(
+        path: SessionPath = None,
+        source: Source = None,
+        cwd: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                description="Without 'path': the working directory whose newest session to "
+                "import (the agent's own cwd, absolute).",
+            ),
+        ] = None,
+        home: Home = None,
+        session_id: Annotated[
+            str | None,
+            Field(min_length=1, description="Store it under this id (default: the file's)."),
+        ] = None,
+        workspace: Annotated[
+            str | None, Field(min_length=1, description="Its workspace (default 'default').")
+        ] = None,
+    ) -> Annotated[CallToolResult, out.ImportAnswer]:
+        """Import a coding agent's session from disk into the store, by path or as the newest
+        session of a working directory, instead of sending its messages: tool calls paired,
+        times, models, cwd and branch kept. Importing it again stores only what is new.
+        Answers the stored session's id, its message count and a short brief; session_context
+        then fits it to any model."""
+        return call(tools.import_session, path, source, cwd, home, session_id, workspace)
+
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def handoff_session(
-        path: Annotated[str, Field(min_length=1, description="A Codex or Claude Code .jsonl.")],
         to: Annotated[
             Literal["claude-code", "codex", "gemini-cli", "opencode"],
             Field(description="The agent to continue in."),
         ],
         model: Model,
+        path: SessionPath = None,
+        source: Source = None,
         home: Annotated[
-            str | None, Field(description="The home folder to write under (default: ~).")
+            str | None,
+            Field(
+                description="The home folder the agents keep their sessions under, read and "
+                "written (default: ~)."
+            ),
         ] = None,
         cwd: Annotated[
-            str | None, Field(description="The working directory (default: the session's).")
+            str | None,
+            Field(
+                min_length=1,
+                description="Without 'path': the working directory whose newest session to "
+                "continue. With 'path': where it continues (default: the session's own).",
+            ),
         ] = None,
     ) -> Annotated[CallToolResult, out.HandoffAnswer]:
-        """Continue a coding agent's session in another agent on a model: fitted to the
-        model's window and written where that agent looks for its sessions; answers the
-        command that resumes it."""
-        return call(tools.handoff_session, path, to, model, home, cwd)
+        """Continue a coding agent's session in another agent on a model: the session file
+        (path, or the newest session of cwd) is read from disk and kept whole in the store,
+        fitted to the model's window without the source agent's own harness prompt (the target
+        sends its own), and written where the target agent looks for its sessions. Answers the
+        command that resumes it and a short brief."""
+        return call(tools.handoff_session, path, to, model, home, cwd, source)
 
     from session_migrator.mcp._fact_tools import register_fact_tools
     from session_migrator.mcp._placeholder_tools import register_placeholder_tools

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from session_migrator import Message, migrate, register_model
 from session_migrator.cli import main
 from session_migrator.importers import claude_project_dir, import_claude_code, import_codex
+from session_migrator.store import open_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "importers" / "fixtures"
 CODEX = next((FIXTURES / "codex_current" / "2026").rglob("rollout-*.jsonl"))
@@ -193,10 +195,112 @@ def test_the_source_harness_is_left_out(tmp_path: Path, capsys: pytest.CaptureFi
     # states its own; the rest of the session goes over
     assert main(["handoff", str(CODEX), "--to", "codex", "--model", "gpt-5-codex",
                  "--home", str(tmp_path), "--no-brief"]) == 0  # fmt: skip
-    assert "1 of the source agent's harness left out" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "left out the source agent's harness: " in err
+    assert "(base_instructions, <permissions instructions>; 1 message(s) whole)" in err
     written = next(tmp_path.rglob("rollout-*.jsonl"))
     assert "<permissions instructions>" not in written.read_text()
     assert "<permissions instructions>" in CODEX.read_text()  # the source keeps it
     back = import_codex(written).session.messages
     source = import_codex(CODEX).session.messages
     assert [(m.role, m.text) for m in back] == [(m.role, m.text) for m in source[1:]]
+
+
+#: a rollout the real Codex 0.169 wrote (its base instructions, skills, permissions, AGENTS.md
+#: and environment; two turns, one exec_command call), paths made neutral
+REAL_CODEX = next((FIXTURES / "codex_0169").rglob("rollout-*.jsonl"))
+HARNESS = ("<skills_instructions>", "<permissions instructions>", "<environment_context>")
+
+
+def test_an_8k_target_gets_the_conversation_not_the_source_harness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = import_codex(REAL_CODEX)
+    conversation = [m for m in source.session.messages if not m.text.startswith(("<", "# AGENTS"))]
+    assert main(["handoff", str(REAL_CODEX), "--to", "codex", "--model", "gpt-4",
+                 "--home", str(tmp_path), "--no-brief"]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    found = re.search(r"\((\d+) of (\d+) messages, ([\d,]+) of ([\d,]+) tokens: fits\)", err)
+    assert found is not None, err
+    budget = int(found.group(4).replace(",", ""))
+    harness = re.search(r"left out the source agent's harness: ([\d,]+) tokens", err)
+    assert harness is not None, err
+    # Codex's own prompt (about 4.4k tokens) and blocks would take the whole 8k budget (5,120
+    # tokens after the reply and Codex's own harness); left out, the conversation fits whole
+    assert int(harness.group(1).replace(",", "")) > budget * 0.9
+    assert "base_instructions" in err
+    assert "AGENTS.md" in err
+    written = next(tmp_path.rglob("rollout-*.jsonl"))
+    text = written.read_text()
+    for block in (*HARNESS, "# AGENTS.md instructions", "You are a coding agent running"):
+        assert block not in text  # Codex re-reads AGENTS.md and sends its own prompt
+    back = import_codex(written).session.messages
+    assert [(m.role, m.text) for m in back] == [(m.role, m.text) for m in conversation]
+    assert [c.name for m in back for c in m.tool_calls] == ["exec_command"]
+    assert "<permissions instructions>" in REAL_CODEX.read_text()  # the source keeps it
+
+
+def test_agents_md_goes_to_an_agent_that_does_not_read_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["handoff", str(REAL_CODEX), "--to", "claude-code", "--model", "gpt-4",
+                 "--home", str(tmp_path), "--no-brief"]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "AGENTS.md" not in err
+    written = next(tmp_path.rglob("*.jsonl"))
+    back = import_claude_code(written).session.messages
+    assert back[0].text.startswith("# AGENTS.md instructions for /home/dev/invoices")
+    assert not any(block in m.text for m in back for block in HARNESS)
+    assert back[1].text == "Read notes.txt and tell me the release deadline."
+
+
+def test_without_a_path_the_newest_session_of_the_directory_continues(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    day = home / ".codex" / "sessions" / "2026" / "12" / "05"
+    day.mkdir(parents=True)
+    newest = day / REAL_CODEX.name
+    newest.write_bytes(REAL_CODEX.read_bytes())
+    older = day / CODEX.name
+    older.write_text(CODEX.read_text().replace("/Users/ana/code/invoices", "/home/dev/invoices"))
+    os.utime(older, (1_700_000_000, 1_700_000_000))
+    code = main(["handoff", "--from", "codex", "--cwd", "/home/dev/invoices", "--to",
+                 "claude-code", "--model", "claude-haiku-4-5", "--home", str(home),
+                 "--session-id", "picked"])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr()
+    assert f"continuing {newest} (codex)" in out.err
+    assert out.out.startswith("cd /home/dev/invoices && claude --resume picked")
+    written = claude_project_dir(home, "/home/dev/invoices") / "picked.jsonl"
+    assert "Which single change removes most of those risks?" in written.read_text()
+    # without --from, the newest of either agent's: now the Claude Code session just written
+    assert main(["handoff", "--cwd", "/home/dev/invoices", "--to", "codex", "--model",
+                 "gpt-5-codex", "--home", str(home), "--no-brief"]) == 0  # fmt: skip
+    assert f"continuing {written} (claude-code)" in capsys.readouterr().err
+    # a directory with none is refused
+    assert main(["handoff", "--cwd", "/home/dev/none", "--to", "codex", "--model",
+                 "gpt-5-codex", "--home", str(home)]) == 2  # fmt: skip
+    assert "no session of /home/dev/none found" in capsys.readouterr().err
+
+
+def test_the_whole_source_session_is_kept_in_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'kept.db'}"
+    for _ in range(2):
+        assert main(["handoff", str(REAL_CODEX), "--to", "codex", "--model", "gpt-4",
+                     "--home", str(tmp_path), "--store", url, "--no-brief"]) == 0  # fmt: skip
+    first, again = re.findall(r"kept the whole source session in .* as '([^']+)' \((\d+)",
+                              capsys.readouterr().err)  # fmt: skip
+    source = import_codex(REAL_CODEX).session
+    assert first == (source.id, str(len(source.messages)))
+    assert again == (source.id, "0")  # imported before: nothing stored twice
+    with open_store(url) as store:
+        kept = store.load(source.id)
+    # what the handoff left out is in the store: the harness blocks and AGENTS.md
+    assert [m.text for m in kept] == [m.text for m in source.messages]
+    assert any("<permissions instructions>" in m.text for m in kept)
+    assert main(["handoff", str(REAL_CODEX), "--to", "codex", "--model", "gpt-4",
+                 "--home", str(tmp_path), "--no-store", "--no-brief"]) == 0  # fmt: skip
+    assert "kept the whole" not in capsys.readouterr().err

@@ -74,8 +74,9 @@ def test_ids_are_stable_and_round_trip_through_openai(fixtures: Path) -> None:
     assert [m.id for m in first] == [m.id for m in second]
     assert first == second
     back = messages_from_openai(messages_to_openai(first))
-    # (what only the store keeps, the source model and reasoning, is not an OpenAI message key)
-    private = {"source_model", "reasoning"}
+    # (what only the store keeps, the source model, reasoning and a tool's structured result, is
+    # not an OpenAI message key)
+    private = {"source_model", "reasoning", "source_result"}
     bare = [m.replace(extra={k: v for k, v in m.extra.items() if k not in private}) for m in first]
     assert back == bare
     other = import_codex(_file(fixtures, SID), session_id="copy").session.messages

@@ -57,8 +57,8 @@ PUBLIC = {
     "session_migrator.importers": [
         "FORMATS", "Handoff", "ImportResult", "PLACEHOLDER_RESULT", "TARGETS",
         "claude_project_dir", "codex_sessions_dir", "find_session_files", "gemini_chats_dir",
-        "handoff", "import_claude_code", "import_codex", "import_file", "write_claude_code",
-        "write_codex", "write_gemini", "write_opencode",
+        "handoff", "import_claude_code", "import_codex", "import_file", "newest_session",
+        "write_claude_code", "write_codex", "write_gemini", "write_opencode",
     ],
 }  # fmt: skip
 

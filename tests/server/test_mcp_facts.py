@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,9 @@ async def test_the_facts_a_user_stated_are_listed_edited_and_deleted(
         other = _ok(await session.call_tool("user_facts_list", {"user_id": "bob"}))
         empty = _error(await session.call_tool("user_fact_set", {"user_id": "ann", "key": "k"}))
     data = _ok(listed)
-    assert _text(listed) == "2 fact(s) of user 'ann'"
+    line, body = _text(listed).split("\n", 1)
+    assert line == "2 fact(s) of user 'ann'"
+    assert json.loads(body) == data  # the answer's JSON, for clients that read only text
     assert data["count"] == 2
     assert {f["key"] for f in data["facts"]} == {
         "i am vegetarian",

@@ -26,6 +26,7 @@ TOOLS = {
     "session_usage",
     "session_list",
     "handoff_session",
+    "import_session",
     "read_context",
     "compress_context",
     "list_placeholders",
@@ -40,8 +41,13 @@ def _ok(result: CallToolResult) -> dict[str, Any]:
     assert not result.is_error, _text(result)
     data = result.structured_content
     assert isinstance(data, dict)
-    assert len(result.content) == 1  # the answer is sent once: the text only says what it holds
-    assert len(_text(result)) < 400
+    # one text block for the clients that read only text: a line saying what the answer holds,
+    # then the answer's JSON (what structuredContent holds), compact
+    assert len(result.content) == 1
+    line, body = _text(result).split("\n", 1)
+    assert len(line) < 400
+    assert json.loads(body) == data
+    assert "\n" not in body
     return data
 
 

@@ -27,6 +27,7 @@ from session_migrator.importers._codex_writer import codex_sessions_dir, write_c
 from session_migrator.importers._common import PLACEHOLDER_RESULT, ImportResult
 from session_migrator.importers._gemini_writer import gemini_chats_dir, write_gemini
 from session_migrator.importers._handoff import TARGETS, Handoff, handoff
+from session_migrator.importers._locate import newest_session
 from session_migrator.importers._opencode_writer import write_opencode
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "import_claude_code",
     "import_codex",
     "import_file",
+    "newest_session",
     "write_claude_code",
     "write_codex",
     "write_gemini",

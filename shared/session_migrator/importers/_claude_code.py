@@ -25,9 +25,16 @@ writes parallel ``tool_use`` entries that way) are kept, and a tool result is fo
 order. A ``custom-title``, ``summary`` or ``ai-title`` entry gives the session a ``title`` (in
 that order of preference; ``ai_title`` is kept too) and ``last-prompt`` a ``last_prompt``;
 ``system``, ``progress``, ``file-history-snapshot``, ``queue-operation``, ``permission-mode`` and
-``mode`` entries are skipped on purpose with a count, unknown entry types with a count and a
-warning. The last response's usage (input plus cache
-read and cache creation tokens) is recorded as ``observed_input_tokens``.
+``mode`` entries are skipped on purpose with a count, and so are ``attachment`` entries (what
+Claude Code 2.1 attaches for its model: the listings of its agents and skills, reminders; counted
+as ``attachment:<type>``); unknown entry types with a count and a warning. The last response's
+usage (input plus cache read and cache creation tokens) is recorded as ``observed_input_tokens``.
+
+Web searches the API ran (``server_tool_use`` and its ``web_search_tool_result``, inside the
+response) become a call paired with its result (titles and addresses; the encrypted page content
+left out), the response's later text an assistant message after it. The structured result Claude
+Code keeps beside a tool's text (``toolUseResult``) is the result's ``extra["source_result"]``,
+without the whole file where the call or the text holds it.
 """
 
 from __future__ import annotations
@@ -287,6 +294,8 @@ class _Reader:
         self.facts: dict[str, str] = {}
         self._key = key
         self._unknown: set[str] = set()
+        # the ids of assistant messages that continue a response after a server tool's result
+        self._continued: set[str] = set()
         # the response being merged: id, message id, texts, calls, model, thinking texts
         self._pending: (
             tuple[str | None, str, list[str], list[ToolCall], list[str], list[str]] | None
@@ -315,6 +324,12 @@ class _Reader:
                     self.texts[key] = data[field]
             elif isinstance(kind, str) and kind in _IGNORED_TYPES:
                 self.stats.skip(kind)
+            elif kind == "attachment":
+                # what the harness attaches for its model (its agents' and skills' listings,
+                # reminders): counted by its type
+                what = data.get("attachment")
+                atype = what.get("type") if isinstance(what, Mapping) else None
+                self.stats.skip(f"attachment:{atype}" if isinstance(atype, str) else "attachment")
             else:
                 key = f"unknown:{kind}" if isinstance(kind, str) else "unknown"
                 self.stats.skip(key)
@@ -338,6 +353,9 @@ class _Reader:
         """Emit the assistant response being merged, if any."""
         if self._pending is not None:
             _, msg_id, texts, calls, model, thoughts = self._pending
+            if msg_id in self._continued and not (texts or calls or thoughts):
+                self._pending = None  # (nothing came after the server tool's result)
+                return
             for thought in thoughts:
                 self.conversation.reasoning(thought)
             self.conversation.message(
@@ -384,10 +402,17 @@ class _Reader:
             elif btype == "text" and isinstance(block.get("text"), str):
                 if block["text"].strip():
                     texts.append(block["text"])
-            elif btype == "tool_use" and isinstance(block.get("id"), str):
+            elif btype in ("tool_use", "server_tool_use") and isinstance(block.get("id"), str):
                 name = block.get("name") if isinstance(block.get("name"), str) else "tool"
                 args = json.dumps(block.get("input", {}), ensure_ascii=False)
                 calls.append(ToolCall(block["id"], str(name), args))
+            elif (
+                isinstance(btype, str)
+                and btype.endswith("_tool_result")
+                and isinstance(block.get("tool_use_id"), str)
+            ):
+                self._server_result(rec, block)
+                _, _, texts, calls, used, thoughts = self._pending
             elif btype == "thinking" and isinstance(block.get("thinking"), str):
                 if block["thinking"].strip():
                     thoughts.append(block["thinking"])
@@ -398,6 +423,23 @@ class _Reader:
             else:
                 self.stats.skip(f"content:{btype}")
 
+    def _server_result(self, rec: Record, block: Mapping[str, Any]) -> None:
+        """The result of a tool the API ran (``web_search_tool_result``,
+        ``web_fetch_tool_result``), inside the response: its call's result; the response's later
+        blocks continue as another assistant message, after it."""
+        pending = self._pending
+        self.flush()
+        call_id = block["tool_use_id"]
+        text, data = _server_result(block)
+        conv = self.conversation
+        conv.tool_output(call_id, text, id=conv.result_id(call_id), data=data)
+        conv.stamp(conv.result_id(call_id), rec)
+        after = self._id(rec, "after", call_id)
+        self._continued.add(after)
+        self._pending = (pending[0] if pending else None, after, [], [],
+                         list(pending[4]) if pending else [], [])  # fmt: skip
+        conv.stamp(after, rec)
+
     def _user(self, rec: Record) -> None:
         content = rec.data["message"].get("content")
         conv = self.conversation
@@ -406,14 +448,21 @@ class _Reader:
             conv.stamp(self._id(rec), rec)
             return
         parts: list[ContentPart] = []
-        for block in content if isinstance(content, list) else ():
+        blocks = content if isinstance(content, list) else []
+        results = [b for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_result"]
+        # the structured result Claude Code keeps beside the text (one per entry, for its one
+        # tool_result)
+        data = _tool_use_result(rec.data.get("toolUseResult")) if len(results) == 1 else None
+        for block in blocks:
             btype = block.get("type") if isinstance(block, Mapping) else None
             if btype == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 call_id = block["tool_use_id"]
                 text = result_text(block.get("content"))
                 if block.get("is_error") is True:
                     text = f"[tool error] {text}"
-                conv.tool_output(call_id, text, id=conv.result_id(call_id))
+                if data and data.get("interrupted") is True and "interrupt" not in text.lower():
+                    text = f"{text}\n[interrupted by the user]"
+                conv.tool_output(call_id, text, id=conv.result_id(call_id), data=data)
                 conv.stamp(conv.result_id(call_id), rec)
             elif btype == "text" and isinstance(block.get("text"), str):
                 parts.append(text_part(block["text"]))
@@ -461,3 +510,60 @@ def _image_url(source: Any) -> str | None:
     if source.get("type") == "url" and isinstance(source.get("url"), str):
         return str(source["url"])
     return None
+
+
+#: Keys of a ``toolUseResult`` left out of what is kept: the whole file before an edit
+#: (``originalFile``), which can be large and is in the project's history.
+_BULKY_RESULT_KEYS = ("originalFile",)
+
+
+def _tool_use_result(value: Any) -> dict[str, Any] | None:
+    """Claude Code's structured result of a tool (``toolUseResult``: ``stdout``, ``stderr``,
+    ``interrupted`` of a ``Bash`` call; ``filePath`` and ``structuredPatch`` of an edit; the
+    ``file`` a ``Read`` read; ...) as kept beside the result's text: without the file's whole
+    text where the text or the call already holds it (a read file's ``content``, a written
+    file's ``content``, an image's ``base64``, the file before an edit)."""
+    if not isinstance(value, Mapping) or not value:
+        return None
+    out = {k: v for k, v in value.items() if k not in _BULKY_RESULT_KEYS}
+    file = out.get("file")
+    if isinstance(file, Mapping) and ("content" in file or "base64" in file):
+        out["file"] = {k: v for k, v in file.items() if k not in ("content", "base64")}
+    if out.get("type") in ("create", "update") and isinstance(out.get("content"), str):
+        del out["content"]
+    return out
+
+
+def _server_result(block: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A server tool's result block as text and the data kept beside it: a web search's
+    results as lines of title and address (their encrypted page content, for the source model
+    only, left out), an error as ``[tool error] ...``."""
+    btype = str(block.get("type"))
+    content = block.get("content")
+    if isinstance(content, list):
+        found = [
+            {k: r[k] for k in ("title", "url", "page_age") if isinstance(r.get(k), str)}
+            for r in content
+            if isinstance(r, Mapping)
+        ]
+        lines = [
+            f"- {r.get('title') or r.get('url', '')}: {r.get('url', '')}"
+            + (f" ({r['page_age']})" if r.get("page_age") else "")
+            for r in found
+        ]
+        text = "Web search results:\n" + "\n".join(lines) if lines else "No results."
+        return text, {"type": btype, "results": found}
+    if isinstance(content, Mapping):
+        kept = _without_encrypted(content)
+        if str(content.get("type", "")).endswith("_error"):
+            return f"[tool error] {content.get('error_code', 'error')}", {"type": btype, **kept}
+        return result_text(kept), {"type": btype, **kept}
+    return result_text(content), {"type": btype}
+
+
+def _without_encrypted(value: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        k: _without_encrypted(v) if isinstance(v, Mapping) else v
+        for k, v in value.items()
+        if not k.startswith("encrypted")
+    }

@@ -3,17 +3,23 @@
 Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}``:
 
 - ``session_meta``: the session id, cwd, CLI version, git branch, commit and repository URL
-  (``git_branch``, ``git_commit``, ``git_repository_url``; and the base instructions, which
-  are not turned into a message: counted as ``base_instructions``);
+  (``git_branch``, ``git_commit``, ``git_repository_url``; and the base instructions, Codex's
+  own prompt, which are not turned into a message: counted as ``base_instructions``, their text
+  kept as the result's ``harness_prompt``);
 - ``response_item``: what the model saw and said. ``message`` (roles user, assistant, developer,
   system; ``developer`` becomes ``system``), ``function_call`` / ``custom_tool_call`` /
   ``local_shell_call`` and their ``*_output`` results, paired by ``call_id``. A ``reasoning``
   item's summary text goes with the next assistant message as ``extra["reasoning"]`` (its
   encrypted content, for the source model only, is dropped; an item without a summary is
   skipped with a count); each assistant message keeps the model of its turn as
-  ``extra["source_model"]``. ``web_search_call`` has no result in the file: skipped with a count;
-  so are ``ghost_snapshot`` (the harness's undo commits), ``compaction`` (encrypted for the source
-  model) and ``image_generation_call`` items;
+  ``extra["source_model"]``. A tool output's text is kept, and what it holds besides (the
+  ``metadata`` of earlier releases' JSON shell output: exit code, duration; an output object's
+  other keys) as the result's ``extra["source_result"]``. A ``web_search_call`` (run by the API)
+  becomes a ``web_search`` call with its action (``search`` and its query, ``open_page``,
+  ``find_in_page``) as arguments, paired with a result saying what it searched or opened (the
+  file does not keep what the model read), the item kept as ``extra["source_result"]``.
+  Skipped with a count: ``ghost_snapshot`` (the harness's undo commits), ``compaction``
+  (encrypted for the source model) and ``image_generation_call`` items;
 - ``event_msg``: UI events. A ``user_message`` whose prompt no ``response_item`` user message of
   its turn holds (Codex Desktop writes some prompts only as events) becomes the user message, in
   its place; ``token_count`` is read (its last ``input_tokens`` is the input the
@@ -133,6 +139,7 @@ def import_codex(
         repaired=dict(stats.repaired),
         warnings=list(stats.warnings),
         lines=nlines,
+        harness_prompt=reader.harness_prompt,
     )
 
 
@@ -160,6 +167,7 @@ class _Reader:
         self.observed: int | None = None
         self.context_window: int | None = None
         self.recognised = 0
+        self.harness_prompt = ""
         self.last_entry_at: str | None = None
         self.conversation = Conversation(stats, id_prefix="cx", key=key)
         self._key = key
@@ -233,6 +241,10 @@ class _Reader:
         instructions = meta.get("instructions") or meta.get("base_instructions")
         if instructions:
             self.stats.skip("base_instructions")
+            if isinstance(instructions, Mapping):
+                instructions = instructions.get("text")
+            if isinstance(instructions, str) and not self.harness_prompt:
+                self.harness_prompt = instructions
         model = meta.get("model")
         if isinstance(model, str):
             self._model(model)
@@ -300,7 +312,8 @@ class _Reader:
             if not isinstance(call_id, str):
                 self.stats.skip(f"malformed:{itype}")
                 return
-            conv.tool_output(call_id, _output_text(item.get("output")), id=conv.result_id(call_id))
+            text, data = _output(item.get("output"))
+            conv.tool_output(call_id, text, id=conv.result_id(call_id), data=data)
             conv.stamp(conv.result_id(call_id), rec)
         elif itype == "reasoning":
             summary = item.get("summary")
@@ -314,11 +327,34 @@ class _Reader:
             else:
                 self.stats.skip("reasoning")
         elif itype == "web_search_call":
-            self.stats.skip("web_search_call")
+            self._web_search(rec, item)
         elif isinstance(itype, str) and itype in _SKIPPED_ITEMS:
             self.stats.skip(_SKIPPED_ITEMS[itype])
         else:
             self._skip_unknown(f"response item type {itype!r}", itype)
+
+    def _web_search(self, rec: Record, item: Mapping[str, Any]) -> None:
+        """A web search the model made (run by the API, not by Codex): a ``web_search`` call
+        with its action as arguments, and a result saying what was searched or opened (the file
+        does not keep what the model read); the item is kept as the result's
+        ``extra["source_result"]``."""
+        action = item.get("action")
+        action = (
+            {k: v for k, v in action.items() if v is not None}
+            if isinstance(action, Mapping)
+            else {}
+        )
+        call_id = item.get("id") if isinstance(item.get("id"), str) else None
+        call_id = call_id or stable_id("ws", self._key, rec.line, rec.digest)
+        call = ToolCall(call_id, "web_search", json.dumps(action, ensure_ascii=False))
+        conv = self.conversation
+        conv.tool_call(call, id=self._id(rec), model=self._turn_model)
+        conv.stamp(self._id(rec), rec)
+        status = str(item["status"]) if isinstance(item.get("status"), str) else "done"
+        data = {"type": "web_search_call", "status": status, "action": action}
+        conv.tool_output(call_id, _search_text(action, status), id=conv.result_id(call_id),
+                         data=data)  # fmt: skip
+        conv.stamp(conv.result_id(call_id), rec)
 
     def _message(self, rec: Record, item: Mapping[str, Any]) -> None:
         role = _ROLES.get(str(item.get("role")))
@@ -460,8 +496,44 @@ def _plain_text(content: Any) -> str:
     return "\n".join(texts).strip()
 
 
-def _output_text(output: Any) -> str:
-    """A Codex tool output as text: a plain string, or the ``content`` of an output object."""
+def _output(output: Any) -> tuple[str, dict[str, Any] | None]:
+    """A Codex tool output as text, and what it holds besides (``None`` when nothing): a plain
+    string; the ``content`` of an output object (its other keys, such as ``success``, kept
+    apart); the JSON the shell tools of earlier releases return
+    (``{"output": ..., "metadata": {"exit_code", "duration_seconds"}}``) as its output after its
+    exit code, the metadata kept apart."""
     if isinstance(output, Mapping) and isinstance(output.get("content"), str):
-        return cast(str, output["content"])
-    return result_text(output)
+        rest = {k: v for k, v in output.items() if k != "content"}
+        return cast(str, output["content"]), rest or None
+    if isinstance(output, str) and output.startswith("{") and '"output"' in output:
+        try:
+            parsed = json.loads(output)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
+            rest = {k: v for k, v in parsed.items() if k != "output"}
+            meta = rest.get("metadata")
+            code = meta.get("exit_code") if isinstance(meta, Mapping) else None
+            text = parsed["output"]
+            if isinstance(code, int) and not isinstance(code, bool):
+                text = f"Exit code: {code}\nOutput:\n{text}"
+            return text, rest or None
+    return result_text(output), None
+
+
+def _search_text(action: Mapping[str, Any], status: str) -> str:
+    """What a web search did, in words (its results are not in the file)."""
+    kind = action.get("type")
+    queries = action.get("queries")
+    query = action.get("query") or (
+        "; ".join(q for q in queries if isinstance(q, str)) if isinstance(queries, list) else None
+    )
+    if kind == "open_page" and action.get("url"):
+        did = f"opened {action['url']}"
+    elif kind == "find_in_page" and action.get("url"):
+        did = f"searched {action['url']} for {action.get('pattern')!r}"
+    elif query:
+        did = f"searched the web for {query!r}"
+    else:
+        did = "searched the web"
+    return f"[web search {status}: {did}; the session file does not keep what it found]"

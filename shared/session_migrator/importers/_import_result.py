@@ -31,7 +31,9 @@ class ImportResult:
     Codex ``observed_input_tokens``: the input the source model really saw on its last request).
     ``skipped`` counts what was not turned into messages, by reason or line type; ``repaired``
     counts what was fixed on the way (placeholder results, moved results, non-UTF-8 lines);
-    ``warnings`` says in words what a user should know.
+    ``warnings`` says in words what a user should know. ``harness_prompt`` is the source agent's
+    own system prompt as the file records it (Codex's ``base_instructions``): not a message of the
+    session (a handoff replaces it with the target's own; the source file keeps it).
     """
 
     session: Session
@@ -40,6 +42,7 @@ class ImportResult:
     repaired: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     lines: int = 0
+    harness_prompt: str = ""
 
     @property
     def source_model(self) -> str | None:

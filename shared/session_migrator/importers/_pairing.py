@@ -20,6 +20,7 @@ from session_migrator.messages._messages import (
     MARKER_KEY,
     MODEL_KEY,
     REASONING_KEY,
+    RESULT_KEY,
     ContentPart,
     Message,
     Role,
@@ -44,6 +45,7 @@ class _Output:
     call_id: str
     content: str
     id: str
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Conversation:
@@ -106,12 +108,14 @@ class Conversation:
             turn.extra.setdefault(MODEL_KEY, model)
         self._take_reasoning(turn)
 
-    def tool_output(self, call_id: str, content: str, *, id: str) -> None:
-        """Add the result of the call ``call_id``."""
+    def tool_output(self, call_id: str, content: str, *, id: str, data: Any = None) -> None:
+        """Add the result of the call ``call_id``; ``data``, the structured result the tool
+        returned besides its text, is kept as ``extra["source_result"]``."""
         last = self._items[-1] if self._items else None
         if isinstance(last, _Turn):
             last.open = False
-        self._items.append(_Output(call_id, content, id))
+        extra = {RESULT_KEY: data} if data else {}
+        self._items.append(_Output(call_id, content, id, extra))
 
     def stamp(self, id: str, rec: Record) -> None:
         """Note the time of ``rec`` (its ``timestamp`` field) as the time of message ``id``; the
@@ -175,7 +179,11 @@ class Conversation:
             for call in item.calls:
                 out = outputs.get(call.id)
                 if out is not None:
-                    messages.append(Message("tool", out.content, tool_call_id=call.id, id=out.id))
+                    messages.append(
+                        Message(
+                            "tool", out.content, tool_call_id=call.id, id=out.id, extra=out.extra
+                        )
+                    )
                 else:
                     self._stats.repaired["placeholder_result"] += 1
                     messages.append(

@@ -177,8 +177,15 @@ def jsonable(value: Any) -> Any:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def answer_text(tool: str, data: dict[str, Any]) -> str:
+    """A tool's answer as text, for the clients that read only text: the line that says what it
+    holds (:func:`summary`), then the answer's JSON, compact (what ``structuredContent`` holds)."""
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"{summary(tool, data)}\n{body}"
+
+
 def summary(tool: str, data: dict[str, Any]) -> str:
-    """The one line of text beside a tool's structured answer (which carries everything)."""
+    """The one line that opens a tool's answer text: what the answer holds."""
     if "text" in data and "offset" in data:
         return f"{len(data['text']):,} characters of message {data['id']!r}"
     if "placeholder" in data:
@@ -188,6 +195,11 @@ def summary(tool: str, data: dict[str, Any]) -> str:
         return f"{data['count']} placeholder(s) in force: {shown}"
     if "command" in data:
         return f"wrote {data['path']}; resume it with: {data['command']}"
+    if "stored" in data and "brief" in data:
+        return (
+            f"imported {data['messages']} message(s) of {data['path']} as session "
+            f"{data['session_id']!r} ({data['stored']} newly stored)"
+        )
     if "decision" in data:
         page = data.get("page") or {}
         line = (

@@ -14,6 +14,8 @@ __all__ = [
     "FactAnswer",
     "FactDeleted",
     "FactList",
+    "HandoffAnswer",
+    "ImportAnswer",
     "MigrateAnswer",
     "ModelList",
     "Page",
@@ -152,9 +154,45 @@ class HandoffAnswer(_Out):
     cwd: str
     messages: int
     source_messages: int
+    source_path: str = Field(default="", description="The session file that was continued.")
+    source_format: str = Field(default="", description="Its format: codex or claude-code.")
+    stored_session_id: str | None = Field(
+        default=None,
+        description="The whole source session's id in the store (harness included): "
+        "session_context and read_context read it.",
+    )
+    harness_left_out: dict[str, int] = Field(
+        default_factory=dict,
+        description="What of the source agent's own harness was left out (the target sends "
+        "its own), by kind: base_instructions, <permissions instructions>, AGENTS.md, "
+        "<system-reminder>, ...",
+    )
+    harness_tokens: int = Field(default=0, description="The tokens of what was left out.")
     decision: str
     tokens_after: int
     budget: int
+
+
+class ImportAnswer(_Out):
+    """A coding agent's session file imported into the store."""
+
+    session_id: str = Field(description="The session's id in the store.")
+    path: str = Field(description="The session file read.")
+    source_format: str = Field(description="codex or claude-code.")
+    source_model: str | None = None
+    cwd: str | None = None
+    git_branch: str | None = None
+    title: str | None = None
+    messages: int = Field(description="The messages of the session.")
+    tool_calls: int
+    stored: int = Field(description="How many were newly stored (0 when imported before).")
+    warnings: list[str] = Field(default_factory=list, description="The first few warnings.")
+    brief: str = Field(
+        default="",
+        description="A short Markdown brief of the session: its goal, the files touched, the "
+        "facts and decisions, the last exchange.",
+    )
+    next: str = ""
 
 
 class SessionList(_Out):

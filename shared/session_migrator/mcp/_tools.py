@@ -192,17 +192,72 @@ class SessionTools:
         page = read_context(messages, message_id, offset, limit)
         return {"session_id": session_id, "id": message_id, "offset": offset, "text": page}
 
+    def import_session(
+        self,
+        path: str | None = None,
+        source: str | None = None,
+        cwd: str | None = None,
+        home: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+    ) -> dict[str, Any]:
+        """Import a Claude Code or Codex session file into the store: ``path``, or without it the
+        newest session of working directory ``cwd`` that agent ``source`` keeps under ``home``.
+        Answers what a caller needs next, kept small: the stored session's id, its counts, and
+        a short brief."""
+        from session_migrator.importers._handoff import brief_of, read_session
+
+        if path is None and cwd is None:
+            raise ArgumentError(
+                "give path (a session file) or cwd (whose newest session to import)"
+            )
+        kind, result = read_session(
+            path,
+            source=source,
+            cwd=cwd,
+            home=home,
+            session_id=session_id,
+            workspace=workspace or "default",
+        )
+        added = result.save(self.store)
+        session = result.session
+        meta = session.metadata
+        return {
+            "session_id": session.id,
+            "path": str(result.path),
+            "source_format": kind,
+            "source_model": result.source_model,
+            "cwd": meta.get("cwd"),
+            "git_branch": meta.get("git_branch"),
+            "title": meta.get("title"),
+            "messages": len(session.messages),
+            "tool_calls": sum(len(m.tool_calls) for m in session.messages),
+            "stored": added,
+            "warnings": list(result.warnings[:5]),
+            "brief": brief_of(session),
+            "next": (
+                f"session_context(session_id={session.id!r}, model=...) gives it fitted to a "
+                "model; handoff_session continues it in another agent"
+            ),
+        }
+
     def handoff_session(
         self,
-        path: str,
+        path: str | None,
         to: str,
         model: str,
         home: str | None = None,
         cwd: str | None = None,
+        source: str | None = None,
     ) -> dict[str, Any]:
         from session_migrator.importers import handoff
 
-        done = handoff(path, to=to, model=model, home=home, cwd=cwd)
+        if path is None and cwd is None:
+            raise ArgumentError(
+                "give path (a session file) or cwd (whose newest session to continue)"
+            )
+        done = handoff(path, to=to, model=model, home=home, cwd=cwd, source=source,
+                       store=self.store)  # fmt: skip
         report = done.report
         return {
             "session_id": done.session_id,
@@ -213,6 +268,11 @@ class SessionTools:
             "cwd": done.cwd,
             "messages": done.messages,
             "source_messages": done.source_messages,
+            "source_path": str(done.source_path),
+            "source_format": done.source_format,
+            "stored_session_id": done.stored_session_id,
+            "harness_left_out": dict(done.harness_left_out),
+            "harness_tokens": done.harness_tokens,
             "decision": report.decision,
             "tokens_after": report.tokens_after,
             "budget": report.budget,

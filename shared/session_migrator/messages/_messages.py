@@ -232,16 +232,20 @@ class Message:
 
 _OPENAI_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "id"}
 #: Keys under ``Message.extra`` the importers fill from an agent's file: the model that wrote an
-#: assistant message, and its reasoning summary (a Codex ``reasoning`` summary, a Claude Code
-#: ``thinking`` block). Kept in the store; never sent to a model as message keys.
+#: assistant message, its reasoning summary (a Codex ``reasoning`` summary, a Claude Code
+#: ``thinking`` block), and on a tool result the structured result the source agent's tool
+#: returned (Claude Code's ``toolUseResult``, a Codex output's ``metadata``, a web search's
+#: results) beside its text. Kept in the store; never sent to a model as message keys.
 MODEL_KEY = "source_model"
 REASONING_KEY = "reasoning"
+RESULT_KEY = "source_result"
 _PRIVATE_EXTRA = {
     "openai_null_content",
     "openai_role",
     "openai_tool_calls",
     MODEL_KEY,
     REASONING_KEY,
+    RESULT_KEY,
 }
 
 
