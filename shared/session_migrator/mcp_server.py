@@ -53,7 +53,7 @@ is tested directly too); this module only declares the tools and maps errors.
 import inspect
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from session_migrator._errors import MissingDependencyError, SessionMigratorError
 from session_migrator._version import __version__
@@ -185,14 +185,8 @@ def build_server(
 
         return register
 
-    Model = Annotated[
-        str,
-        Field(
-            min_length=1,
-            description="A model name, e.g. 'gpt-4o', 'claude-sonnet-4-5', "
-            "'openai/gpt-5-2025-08-07' (provider prefixes and date suffixes are understood).",
-        ),
-    ]
+    from session_migrator.mcp._disk_tools import ModelName, register_disk_tools
+
     Messages = Annotated[
         MessagesArg,
         Field(
@@ -266,7 +260,7 @@ def build_server(
     ]
 
     @tool(read_only)
-    def model_context_window(model: Model) -> Annotated[CallToolResult, out.WindowInfo]:
+    def model_context_window(model: ModelName) -> Annotated[CallToolResult, out.WindowInfo]:
         """The context window of a model: total window, input cap, max output tokens,
         tokenizer, and where the facts come from. Unknown names fail with close matches."""
         return call(tools.model_context_window, model)
@@ -290,7 +284,7 @@ def build_server(
     @tool(read_only)
     def migrate_session(
         messages_json: Messages,
-        target_model: Model,
+        target_model: ModelName,
         strategy: StrategyArg = "auto",
         reserve_output_tokens: Reserve = None,
         query: Query = None,
@@ -373,7 +367,7 @@ def build_server(
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
     def session_context(
         session_id: SessionId,
-        model: Model,
+        model: ModelName,
         strategy: StrategyArg = "auto",
         query: Query = None,
         reserve_output_tokens: Reserve = None,
@@ -405,7 +399,7 @@ def build_server(
 
     @tool(read_only)
     def session_usage(
-        session_id: SessionId, model: Model, context_window: Window = None
+        session_id: SessionId, model: ModelName, context_window: Window = None
     ) -> Annotated[CallToolResult, out.UsageAnswer]:
         """How much of a model's input budget a stored session takes: tokens, budget, share,
         whether it fits, and whether the count is exact."""
@@ -438,93 +432,10 @@ def build_server(
         the id), from the store."""
         return call(tools.read_context, session_id, id, offset, limit)
 
-    SessionPath = Annotated[
-        str | None,
-        Field(
-            min_length=1,
-            description="A Claude Code session (~/.claude/projects/<project>/<id>.jsonl) or a "
-            "Codex rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl). Leave it out to "
-            "take the newest session of 'cwd'.",
-        ),
-    ]
-    Source = Annotated[
-        Literal["claude-code", "codex"] | None,
-        Field(
-            description="The agent whose session it is: its file format, and without 'path' "
-            "where to look (default: either; the session written last wins)."
-        ),
-    ]
-    Home = Annotated[
-        str | None,
-        Field(
-            description="The home folder the agents keep their sessions under (default: ~; "
-            "for Codex, $CODEX_HOME when it is set)."
-        ),
-    ]
-
-    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
-    def import_session(
-        path: SessionPath = None,
-        source: Source = None,
-        cwd: Annotated[
-            str | None,
-            Field(
-                min_length=1,
-                description="Without 'path': the working directory whose newest session to "
-                "import (the agent's own cwd, absolute).",
-            ),
-        ] = None,
-        home: Home = None,
-        session_id: Annotated[
-            str | None,
-            Field(min_length=1, description="Store it under this id (default: the file's)."),
-        ] = None,
-        workspace: Annotated[
-            str | None, Field(min_length=1, description="Its workspace (default 'default').")
-        ] = None,
-    ) -> Annotated[CallToolResult, out.ImportAnswer]:
-        """Import a coding agent's session from disk into the store, by path or as the newest
-        session of a working directory, instead of sending its messages: tool calls paired,
-        times, models, cwd and branch kept. Importing it again stores only what is new.
-        Answers the stored session's id, its message count and a short brief; session_context
-        then fits it to any model."""
-        return call(tools.import_session, path, source, cwd, home, session_id, workspace)
-
-    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
-    def handoff_session(
-        to: Annotated[
-            Literal["claude-code", "codex", "gemini-cli", "opencode"],
-            Field(description="The agent to continue in."),
-        ],
-        model: Model,
-        path: SessionPath = None,
-        source: Source = None,
-        home: Annotated[
-            str | None,
-            Field(
-                description="The home folder the agents keep their sessions under, read and "
-                "written (default: ~)."
-            ),
-        ] = None,
-        cwd: Annotated[
-            str | None,
-            Field(
-                min_length=1,
-                description="Without 'path': the working directory whose newest session to "
-                "continue. With 'path': where it continues (default: the session's own).",
-            ),
-        ] = None,
-    ) -> Annotated[CallToolResult, out.HandoffAnswer]:
-        """Continue a coding agent's session in another agent on a model: the session file
-        (path, or the newest session of cwd) is read from disk and kept whole in the store,
-        fitted to the model's window without the source agent's own harness prompt (the target
-        sends its own), and written where the target agent looks for its sessions. Answers the
-        command that resumes it and a short brief."""
-        return call(tools.handoff_session, path, to, model, home, cwd, source)
-
     from session_migrator.mcp._fact_tools import register_fact_tools
     from session_migrator.mcp._placeholder_tools import register_placeholder_tools
 
+    register_disk_tools(tool, call, tools)
     register_placeholder_tools(server, call, tools)
     register_fact_tools(server, call, tools)
     return server

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from session_migrator._errors import ImportFormatError
+from session_migrator.importers._claude_code_tree import active_entries, entry_uuid
 from session_migrator.importers._common import (
     LAST_ENTRY_KEY,
     SHAPE_ERRORS,
@@ -63,6 +64,7 @@ from session_migrator.importers._common import (
     text_part,
 )
 from session_migrator.importers._pairing import Conversation
+from session_migrator.importers._tool_results import claude_tool_result, server_tool_result
 from session_migrator.messages._messages import ContentPart, Session, ToolCall
 
 __all__ = ["import_claude_code"]
@@ -121,7 +123,7 @@ def import_claude_code(
     reader = _Reader(stats, key=sid)
     with file_refused_if_odd(path):
         reader.scan(records)
-        for rec in _select(entries, records, stats, sub_agent=agent is not None):
+        for rec in active_entries(entries, records, stats, sub_agent=agent is not None):
             with line_skipped_if_odd(stats, rec):
                 reader.entry(rec)
         reader.flush()
@@ -154,11 +156,6 @@ def _is_message(data: Mapping[str, Any]) -> bool:
         and kind in _MESSAGE_TYPES
         and isinstance(data.get("message"), Mapping)
     )
-
-
-def _uuid(rec: Record) -> str | None:
-    value = rec.data.get("uuid")
-    return value if isinstance(value, str) and value else None
 
 
 def _agent_id(entries: list[Record], path: Path) -> str | None:
@@ -198,88 +195,6 @@ def _spawning_call(path: Path, parent_id: str | None, agent: str) -> str | None:
         except (ValueError, *SHAPE_ERRORS, StopIteration):
             continue
     return None
-
-
-def _select(
-    entries: list[Record], records: list[Record], stats: Stats, *, sub_agent: bool = False
-) -> list[Record]:
-    """The message entries of the active conversation, in file order (a sub-agent transcript's
-    own sidechain entries included)."""
-    live: list[Record] = []
-    seen: set[str] = set()
-    for rec in entries:
-        uid = _uuid(rec)
-        if rec.data.get("isSidechain") is True and not sub_agent:
-            stats.skip("sidechain")
-        elif uid is not None and uid in seen:
-            stats.skip("duplicate_entry")
-        else:
-            if uid is not None:
-                seen.add(uid)
-            live.append(rec)
-    if not live or any(_uuid(r) is None for r in live):
-        return live
-    by_uuid = {u: r for r in records if (u := _uuid(r)) is not None}
-    chain: set[str] = set()
-    cur: Record | None = live[-1]
-    while cur is not None:
-        uid = _uuid(cur)
-        if uid is None or uid in chain:
-            break
-        chain.add(uid)
-        parent = cur.data.get("parentUuid") or cur.data.get("logicalParentUuid")
-        if not isinstance(parent, str):
-            break
-        cur = by_uuid.get(parent)
-        if cur is None:
-            stats.warnings.append(
-                f"entry {uid} names a parent {parent} that is not in the file; the conversation "
-                "starts after it"
-            )
-    response_ids = {_response_id(r) for r in live if _uuid(r) in chain} - {None}
-    # a response's blocks (parallel tool calls) may sit on sibling branches: all of them belong
-    responses = [r for r in live if _uuid(r) in chain or _response_id(r) in response_ids]
-    calls = {c for r in responses for c in _blocks_of(r, "tool_use", "id")}
-    answered = {c for r in responses for c in _blocks_of(r, "tool_result", "tool_use_id")}
-    in_responses = {id(r) for r in responses}
-    kept: list[Record] = []
-    for rec in live:
-        if id(rec) in in_responses or _answers_only(rec, calls - answered):
-            kept.append(rec)  # results are found by tool_use_id wherever they sit in the tree
-        else:
-            stats.skip("off_branch")
-    if stats.skipped["off_branch"]:
-        stats.warnings.append(
-            f"{stats.skipped['off_branch']} entries on abandoned branches (rewinds, edits) were "
-            "skipped; the conversation follows the last message back to the start"
-        )
-    return kept
-
-
-def _response_id(rec: Record) -> str | None:
-    if rec.data.get("type") != "assistant":
-        return None
-    value = rec.data["message"].get("id")
-    return value if isinstance(value, str) else None
-
-
-def _blocks_of(rec: Record, block_type: str, key: str) -> list[str]:
-    content = rec.data["message"].get("content")
-    if not isinstance(content, list):
-        return []
-    return [
-        b[key]
-        for b in content
-        if isinstance(b, Mapping) and b.get("type") == block_type and isinstance(b.get(key), str)
-    ]
-
-
-def _answers_only(rec: Record, open_calls: set[str]) -> bool:
-    content = rec.data["message"].get("content")
-    if rec.data.get("type") != "user" or not isinstance(content, list) or not content:
-        return False
-    ids = _blocks_of(rec, "tool_result", "tool_use_id")
-    return len(ids) == len(content) and all(i in open_calls for i in ids)
 
 
 class _Reader:
@@ -340,7 +255,7 @@ class _Reader:
                     )
 
     def _id(self, rec: Record, *suffix: object) -> str:
-        return stable_id(f"cc{rec.line:06d}", self._key, _uuid(rec) or rec.digest, *suffix)
+        return stable_id(f"cc{rec.line:06d}", self._key, entry_uuid(rec) or rec.digest, *suffix)
 
     def entry(self, rec: Record) -> None:
         if rec.data.get("type") == "assistant":
@@ -430,7 +345,7 @@ class _Reader:
         pending = self._pending
         self.flush()
         call_id = block["tool_use_id"]
-        text, data = _server_result(block)
+        text, data = server_tool_result(block)
         conv = self.conversation
         conv.tool_output(call_id, text, id=conv.result_id(call_id), data=data)
         conv.stamp(conv.result_id(call_id), rec)
@@ -452,7 +367,7 @@ class _Reader:
         results = [b for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_result"]
         # the structured result Claude Code keeps beside the text (one per entry, for its one
         # tool_result)
-        data = _tool_use_result(rec.data.get("toolUseResult")) if len(results) == 1 else None
+        data = claude_tool_result(rec.data.get("toolUseResult")) if len(results) == 1 else None
         for block in blocks:
             btype = block.get("type") if isinstance(block, Mapping) else None
             if btype == "tool_result" and isinstance(block.get("tool_use_id"), str):
@@ -510,60 +425,3 @@ def _image_url(source: Any) -> str | None:
     if source.get("type") == "url" and isinstance(source.get("url"), str):
         return str(source["url"])
     return None
-
-
-#: Keys of a ``toolUseResult`` left out of what is kept: the whole file before an edit
-#: (``originalFile``), which can be large and is in the project's history.
-_BULKY_RESULT_KEYS = ("originalFile",)
-
-
-def _tool_use_result(value: Any) -> dict[str, Any] | None:
-    """Claude Code's structured result of a tool (``toolUseResult``: ``stdout``, ``stderr``,
-    ``interrupted`` of a ``Bash`` call; ``filePath`` and ``structuredPatch`` of an edit; the
-    ``file`` a ``Read`` read; ...) as kept beside the result's text: without the file's whole
-    text where the text or the call already holds it (a read file's ``content``, a written
-    file's ``content``, an image's ``base64``, the file before an edit)."""
-    if not isinstance(value, Mapping) or not value:
-        return None
-    out = {k: v for k, v in value.items() if k not in _BULKY_RESULT_KEYS}
-    file = out.get("file")
-    if isinstance(file, Mapping) and ("content" in file or "base64" in file):
-        out["file"] = {k: v for k, v in file.items() if k not in ("content", "base64")}
-    if out.get("type") in ("create", "update") and isinstance(out.get("content"), str):
-        del out["content"]
-    return out
-
-
-def _server_result(block: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A server tool's result block as text and the data kept beside it: a web search's
-    results as lines of title and address (their encrypted page content, for the source model
-    only, left out), an error as ``[tool error] ...``."""
-    btype = str(block.get("type"))
-    content = block.get("content")
-    if isinstance(content, list):
-        found = [
-            {k: r[k] for k in ("title", "url", "page_age") if isinstance(r.get(k), str)}
-            for r in content
-            if isinstance(r, Mapping)
-        ]
-        lines = [
-            f"- {r.get('title') or r.get('url', '')}: {r.get('url', '')}"
-            + (f" ({r['page_age']})" if r.get("page_age") else "")
-            for r in found
-        ]
-        text = "Web search results:\n" + "\n".join(lines) if lines else "No results."
-        return text, {"type": btype, "results": found}
-    if isinstance(content, Mapping):
-        kept = _without_encrypted(content)
-        if str(content.get("type", "")).endswith("_error"):
-            return f"[tool error] {content.get('error_code', 'error')}", {"type": btype, **kept}
-        return result_text(kept), {"type": btype, **kept}
-    return result_text(content), {"type": btype}
-
-
-def _without_encrypted(value: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        k: _without_encrypted(v) if isinstance(v, Mapping) else v
-        for k, v in value.items()
-        if not k.startswith("encrypted")
-    }

@@ -55,12 +55,12 @@ from session_migrator.importers._common import (
     image_part,
     line_skipped_if_odd,
     read_jsonl,
-    result_text,
     stable_id,
     text_or_parts,
     text_part,
 )
 from session_migrator.importers._pairing import Conversation
+from session_migrator.importers._tool_results import codex_output, web_search_text
 from session_migrator.messages._messages import ContentPart, Role, Session, ToolCall
 
 __all__ = ["import_codex"]
@@ -312,7 +312,7 @@ class _Reader:
             if not isinstance(call_id, str):
                 self.stats.skip(f"malformed:{itype}")
                 return
-            text, data = _output(item.get("output"))
+            text, data = codex_output(item.get("output"))
             conv.tool_output(call_id, text, id=conv.result_id(call_id), data=data)
             conv.stamp(conv.result_id(call_id), rec)
         elif itype == "reasoning":
@@ -352,7 +352,7 @@ class _Reader:
         conv.stamp(self._id(rec), rec)
         status = str(item["status"]) if isinstance(item.get("status"), str) else "done"
         data = {"type": "web_search_call", "status": status, "action": action}
-        conv.tool_output(call_id, _search_text(action, status), id=conv.result_id(call_id),
+        conv.tool_output(call_id, web_search_text(action, status), id=conv.result_id(call_id),
                          data=data)  # fmt: skip
         conv.stamp(conv.result_id(call_id), rec)
 
@@ -494,46 +494,3 @@ def _plain_text(content: Any) -> str:
     blocks = content if isinstance(content, list) else ()
     texts = [b["text"] for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
     return "\n".join(texts).strip()
-
-
-def _output(output: Any) -> tuple[str, dict[str, Any] | None]:
-    """A Codex tool output as text, and what it holds besides (``None`` when nothing): a plain
-    string; the ``content`` of an output object (its other keys, such as ``success``, kept
-    apart); the JSON the shell tools of earlier releases return
-    (``{"output": ..., "metadata": {"exit_code", "duration_seconds"}}``) as its output after its
-    exit code, the metadata kept apart."""
-    if isinstance(output, Mapping) and isinstance(output.get("content"), str):
-        rest = {k: v for k, v in output.items() if k != "content"}
-        return cast(str, output["content"]), rest or None
-    if isinstance(output, str) and output.startswith("{") and '"output"' in output:
-        try:
-            parsed = json.loads(output)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
-            rest = {k: v for k, v in parsed.items() if k != "output"}
-            meta = rest.get("metadata")
-            code = meta.get("exit_code") if isinstance(meta, Mapping) else None
-            text = parsed["output"]
-            if isinstance(code, int) and not isinstance(code, bool):
-                text = f"Exit code: {code}\nOutput:\n{text}"
-            return text, rest or None
-    return result_text(output), None
-
-
-def _search_text(action: Mapping[str, Any], status: str) -> str:
-    """What a web search did, in words (its results are not in the file)."""
-    kind = action.get("type")
-    queries = action.get("queries")
-    query = action.get("query") or (
-        "; ".join(q for q in queries if isinstance(q, str)) if isinstance(queries, list) else None
-    )
-    if kind == "open_page" and action.get("url"):
-        did = f"opened {action['url']}"
-    elif kind == "find_in_page" and action.get("url"):
-        did = f"searched {action['url']} for {action.get('pattern')!r}"
-    elif query:
-        did = f"searched the web for {query!r}"
-    else:
-        did = "searched the web"
-    return f"[web search {status}: {did}; the session file does not keep what it found]"
