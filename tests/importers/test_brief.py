@@ -1,0 +1,295 @@
+"""The hand-off brief (the Markdown memory of a session) on sessions written as Codex 0.169 and
+Claude Code 2.1 write them: what a harness injected is not the user's words, work the final
+answer closed is not open, the commands the agent ran, the files shell commands touched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from session_migrator import Message, export_markdown
+from session_migrator.importers import import_claude_code, import_codex
+from session_migrator.importers._handoff import BRIEF_CHARS
+from session_migrator.summaries._notes import own_words
+
+CWD = "/home/dev/web"
+AGENTS_MD = (
+    f"# AGENTS.md instructions for {CWD}\n\n<INSTRUCTIONS>\n## Skills\n"
+    "A skill is a set of local instructions to follow that is stored in a `SKILL.md` file.\n"
+    "- Always run the linter before you commit, never skip it.\n"
+    "- We will use two-space indentation; do not use tabs.\n"
+    "- Prefer named exports rather than default exports.\n"
+    "</INSTRUCTIONS>"
+)
+ENVIRONMENT = (
+    f"<environment_context>\n  <cwd>{CWD}</cwd>\n  <shell>bash</shell>\n</environment_context>"
+)
+SKILL = (
+    "<skill>\n<name>release-notes</name>\n<path>/home/dev/.codex/skills/release-notes/SKILL.md"
+    "</path>\n---\nname: release-notes\n---\nAlways write the notes in the past tense. Never "
+    "mention internal ticket numbers.\n</skill>"
+)
+
+
+class Rollout:
+    """A Codex 0.169 rollout, line by line."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.second = 0
+        self.calls = 0
+        self._line(
+            "session_meta",
+            {
+                "id": "019d0000-0000-7000-8000-000000000046",
+                "timestamp": "2026-04-01T10:00:00.000Z",
+                "cwd": CWD,
+                "originator": "codex_cli_rs",
+                "cli_version": "0.169.0",
+                "model_provider": "openai",
+                "base_instructions": {"text": "You are Codex, a coding agent based on GPT-5."},
+                "git": {"branch": "main", "commit_hash": "4b1d2c3"},
+            },
+        )
+        self._item({"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "<permissions instructions>workspace-write"
+             "</permissions instructions>"}]})  # fmt: skip
+        self._item({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": AGENTS_MD},
+            {"type": "input_text", "text": ENVIRONMENT}]})  # fmt: skip
+
+    def _line(self, kind: str, payload: dict[str, Any]) -> None:
+        self.second += 1
+        stamp = f"2026-04-01T10:{self.second // 60:02d}:{self.second % 60:02d}.000Z"
+        self.lines.append({"timestamp": stamp, "type": kind, "payload": payload})
+
+    def _item(self, payload: dict[str, Any]) -> None:
+        self._line("response_item", payload)
+
+    def user(self, text: str, *, injected: str = "") -> None:
+        if injected:
+            self._item({"type": "message", "role": "user",
+                        "content": [{"type": "input_text", "text": injected}]})  # fmt: skip
+        self._item({"type": "message", "role": "user",
+                    "content": [{"type": "input_text", "text": text}]})  # fmt: skip
+        self._line("event_msg", {"type": "user_message", "message": text, "images": []})
+        self._line("turn_context", {"cwd": CWD, "model": "gpt-5.3-codex"})
+
+    def shell(self, command: str, exit_code: int = 0, output: str = "") -> None:
+        self.calls += 1
+        call = f"call_{self.calls:03d}"
+        args = {"cmd": command, "workdir": CWD}
+        self._item({"type": "function_call", "name": "exec_command",
+                    "arguments": json.dumps(args), "call_id": call})  # fmt: skip
+        text = (
+            f"Chunk ID: c{self.calls}\nWall time: 0.2 seconds\n"
+            f"Process exited with code {exit_code}\nOutput:\n{output}"
+        )
+        self._item({"type": "function_call_output", "call_id": call, "output": text})
+
+    def patch(self, patch: str) -> None:
+        self.calls += 1
+        call = f"call_{self.calls:03d}"
+        self._item({"type": "custom_tool_call", "name": "apply_patch", "input": patch,
+                    "call_id": call, "status": "completed"})  # fmt: skip
+        self._item({"type": "custom_tool_call_output", "call_id": call,
+                    "output": "Success. Updated the following files:\nM x\n"})  # fmt: skip
+
+    def plan(self, steps: list[tuple[str, str]]) -> None:
+        self.calls += 1
+        call = f"call_{self.calls:03d}"
+        args = {"plan": [{"step": s, "status": st} for s, st in steps]}
+        self._item({"type": "function_call", "name": "update_plan",
+                    "arguments": json.dumps(args), "call_id": call})  # fmt: skip
+        self._item({"type": "function_call_output", "call_id": call, "output": "Plan updated"})
+
+    def answer(self, text: str) -> None:
+        self._line("event_msg", {"type": "agent_message", "message": text})
+        self._item({"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}]})  # fmt: skip
+
+    def write(self, folder: Path) -> Path:
+        path = folder / "rollout-2026-04-01T10-00-00-019d0000-0000-7000-8000-000000000046.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in self.lines))
+        return path
+
+
+def _section(doc: str, name: str) -> str:
+    if f"## {name}\n" not in doc:
+        return ""
+    start = doc.index(f"## {name}\n")
+    end = doc.find("\n## ", start + 1)
+    return doc[start : end if end != -1 else len(doc)]
+
+
+def _codex_session(tmp_path: Path) -> Path:
+    r = Rollout()
+    r.user("Add a hello.js that prints hello and wire it into the npm test script.")
+    r.plan([("Create hello.js", "in_progress"), ("Run npm test", "pending")])
+    r.shell("cat > hello.js <<'EOF'\nconsole.log('hello')\nEOF")
+    r.patch(
+        "*** Begin Patch\n*** Update File: package.json\n@@\n"
+        '-    "test": "echo no tests"\n+    "test": "node hello.js"\n*** End Patch\n'
+    )
+    r.shell("npm test", exit_code=1, output="Error: Cannot find module 'hello'")
+    r.shell("sed -n 1,40p package.json", output="{}")
+    r.shell("npm test", output="hello")
+    r.answer("hello.js prints hello and npm test runs it. I still need to run the build.")
+    r.user("Release notes next, then check the build.", injected=SKILL)
+    r.shell("npm run build", output="built in 1.2s")
+    r.shell("git status --short", output=" M package.json")
+    r.patch("*** Begin Patch\n*** Add File: NOTES.md\n+Added hello.js.\n*** End Patch\n")
+    r.answer("Done: NOTES.md has the release notes and npm run build passes.")
+    r.user("Actually we don't need hello.js, remove it.")
+    r.plan([("Remove hello.js", "in_progress"), ("Run npm test again", "pending")])
+    r.shell("rm hello.js && mv NOTES.md docs/NOTES.md")
+    r.shell("npm test", output="ok")
+    r.answer("Done: removed hello.js, moved the notes to docs/NOTES.md; npm test passes.")
+    return r.write(tmp_path)
+
+
+def test_injected_text_is_not_the_users_words(tmp_path: Path) -> None:
+    session = import_codex(_codex_session(tmp_path)).session
+    doc = export_markdown(session, max_chars=BRIEF_CHARS)
+    assert doc.startswith("# Add a hello.js that prints hello and wire it into the npm test")
+    assert "AGENTS.md" not in doc
+    assert "INSTRUCTIONS" not in doc
+    assert "environment_context" not in doc
+    assert "<skill>" not in doc
+    full = export_markdown(session)  # no size limit to hide them
+    for rule in ("linter", "two-space", "named exports", "past tense", "ticket numbers"):
+        assert rule not in full
+    skill_turn = next(m for m in session.messages if m.text.startswith("<skill>"))
+    assert own_words(skill_turn.text) == ""  # Codex writes a skill as a user turn of its own
+
+
+def test_the_users_words_after_injected_context_are_kept() -> None:
+    text = "<user_instructions>\nBe terse.\n</user_instructions>\n\nAdd a --json flag."
+    assert own_words(text) == "Add a --json flag."
+    ide = "# Context from my IDE setup:\n\n## Active file: a.ts\n\n## My request for Codex:\nFix it"
+    assert own_words(ide) == "Fix it"
+    assert own_words("Fix the <b> tag in index.html") == "Fix the <b> tag in index.html"
+    doc = export_markdown([Message("user", text), Message("assistant", "Added it.")])
+    assert doc.startswith("# Add a --json flag.\n")
+    assert "terse" not in doc
+
+
+def test_work_the_final_answer_closed_is_not_open(tmp_path: Path) -> None:
+    doc = export_markdown(import_codex(_codex_session(tmp_path)).session, max_chars=BRIEF_CHARS)
+    assert _section(doc, "Open tasks") == ""  # the plan's steps, "I still need to run the build"
+    assert "npm test passes" in _section(doc, "Last exchange")
+
+
+def test_an_open_plan_the_final_answer_leaves_open_stays(tmp_path: Path) -> None:
+    r = Rollout()
+    r.user("Port the build to esbuild.")
+    r.plan([("Swap webpack for esbuild", "completed"), ("Update the CI job", "pending")])
+    r.answer("Swapped webpack for esbuild; I could not update the CI job: it needs a token.")
+    doc = export_markdown(import_codex(r.write(tmp_path)).session, max_chars=BRIEF_CHARS)
+    assert "- [ ] Update the CI job" in _section(doc, "Open tasks")
+    assert "Swap webpack" not in _section(doc, "Open tasks")  # completed
+
+
+def test_the_commands_the_agent_ran(tmp_path: Path) -> None:
+    doc = export_markdown(import_codex(_codex_session(tmp_path)).session, max_chars=BRIEF_CHARS)
+    commands = _section(doc, "Commands").splitlines()[2:]
+    assert commands[:2] == [
+        "- `npm test`: passed (exit 0), 3 runs",  # the last run passed, the first failed
+        "- `npm run build`: passed (exit 0)",
+    ]
+    listed = "\n".join(commands)
+    assert "sed -n" not in listed
+    assert "git status" not in listed
+    assert len(doc) <= BRIEF_CHARS
+
+
+def test_files_touched_through_shell_commands(tmp_path: Path) -> None:
+    doc = export_markdown(import_codex(_codex_session(tmp_path)).session)
+    files = _section(doc, "Files touched")
+    assert "- `hello.js`: deleted\n" in files  # written by `cat >`, then `rm hello.js`
+    assert "- `package.json`: edited" in files  # apply_patch
+    assert "- `NOTES.md`: moved" in files  # added by a patch, then moved away
+    assert "- `docs/NOTES.md`: written" in files
+
+
+CLAUDE_ID = "5e460046-0000-4000-8000-000000000046"
+
+
+def _claude_session(tmp_path: Path) -> Path:
+    entries: list[dict[str, Any]] = []
+
+    def add(kind: str, message: dict[str, Any], **extra: Any) -> None:
+        n = len(entries)
+        entries.append({
+            "parentUuid": entries[-1]["uuid"] if entries else None, "isSidechain": False,
+            "userType": "external", "cwd": CWD, "sessionId": CLAUDE_ID, "version": "2.1.37",
+            "gitBranch": "main", "type": kind, "uuid": f"e0000000-0000-4000-8000-{n:012d}",
+            "timestamp": f"2026-04-02T09:00:{n:02d}.000Z", "message": message, **extra,
+        })  # fmt: skip
+
+    def user(content: Any, **extra: Any) -> None:
+        add("user", {"role": "user", "content": content}, **extra)
+
+    def assistant(*blocks: dict[str, Any]) -> None:
+        n = len(entries)
+        add("assistant", {"model": "claude-sonnet-4-5-20250929", "id": f"msg_{n:04d}",
+            "type": "message", "role": "assistant", "content": list(blocks),
+            "stop_reason": None, "stop_sequence": None})  # fmt: skip
+
+    def bash(command: str, result: str, *, error: bool = False) -> None:
+        n = len(entries)
+        assistant({"type": "tool_use", "id": f"toolu_{n:04d}", "name": "Bash",
+                   "input": {"command": command, "description": "run"}})  # fmt: skip
+        user([{"type": "tool_result", "tool_use_id": f"toolu_{n:04d}", "content": result,
+               "is_error": error}])  # fmt: skip
+
+    user(
+        "Caveat: The messages below were generated by the user while running local commands. "
+        "DO NOT respond to these messages or otherwise consider them in your response unless "
+        "the user explicitly asks you to.",
+        isMeta=True,
+    )
+    user("<command-name>/clear</command-name>\n            <command-message>clear"
+         "</command-message>\n            <command-args></command-args>")  # fmt: skip
+    user("<local-command-stdout></local-command-stdout>")
+    user(
+        "<system-reminder>\nAs you answer the user's questions, you can use the following "
+        "context:\n# claudeMd\nAlways use pnpm, never npm.\n</system-reminder>\n"
+        "Make the header sticky and keep the tests green."
+    )
+    n = len(entries)
+    assistant({"type": "tool_use", "id": f"toolu_{n:04d}", "name": "TodoWrite", "input": {
+        "todos": [{"content": "Make the header sticky", "status": "in_progress",
+                   "activeForm": "Making the header sticky"},
+                  {"content": "Run the tests", "status": "pending",
+                   "activeForm": "Running the tests"}]}})  # fmt: skip
+    user([{"type": "tool_result", "tool_use_id": f"toolu_{n:04d}",
+           "content": "Todos have been modified successfully."}])  # fmt: skip
+    bash("sed -i 's/relative/sticky/' src/Header.css", "")
+    bash("pnpm test", "Exit code 1\nFAIL src/Header.test.tsx", error=True)
+    bash("touch src/Header.snap && pnpm test -u", "Tests: 4 passed")
+    user("Base directory for this skill: /home/dev/.claude/skills/commit\n\n# Commit\n"
+         "Always sign off commits. Never push to main.", isMeta=True)  # fmt: skip
+    assistant({"type": "text", "text": "Done: the header is sticky and all 4 tests pass."})
+    (tmp_path / "-home-dev-web").mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "-home-dev-web" / f"{CLAUDE_ID}.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return path
+
+
+def test_a_claude_code_brief(tmp_path: Path) -> None:
+    session = import_claude_code(_claude_session(tmp_path)).session
+    doc = export_markdown(session, max_chars=BRIEF_CHARS)
+    assert doc.startswith("# Make the header sticky and keep the tests green.\n")
+    full = export_markdown(session)
+    for harness in ("Caveat", "command-name", "/clear", "system-reminder", "pnpm, never npm",
+                    "sign off", "push to main", "Base directory"):  # fmt: skip
+        assert harness not in full
+    assert _section(doc, "Open tasks") == ""  # the to-do list, closed by the final answer
+    commands = _section(doc, "Commands")
+    assert "- `pnpm test`: failed (exit 1)" in commands
+    assert "- `touch src/Header.snap && pnpm test -u`: passed" in commands
+    files = _section(full, "Files touched")
+    assert "- `src/Header.css`: edited" in files
+    assert "- `src/Header.snap`: created" in files
