@@ -10,7 +10,7 @@ from typing import Any
 
 from session_migrator import Message, export_markdown
 from session_migrator.importers import import_claude_code, import_codex
-from session_migrator.importers._handoff import BRIEF_CHARS
+from session_migrator.importers._handoff import BRIEF_CHARS, handoff
 from session_migrator.summaries._notes import own_words
 
 CWD = "/home/dev/web"
@@ -293,3 +293,39 @@ def test_a_claude_code_brief(tmp_path: Path) -> None:
     files = _section(full, "Files touched")
     assert "- `src/Header.css`: edited" in files
     assert "- `src/Header.snap`: created" in files
+
+
+REQUESTS = (
+    "Add a /health endpoint to server.js that returns the git commit.",
+    "Switch the logger from winston to pino, keep the JSON format.",
+    "Make npm test run the integration tests under tests/integration too.",
+    "Rename the config key DB_URL to DATABASE_URL everywhere.",
+    "Cache the product list in Redis for five minutes.",
+    "Add a Dockerfile based on node:22-alpine with a non-root user.",
+    "Bump express to version 5 and fix what breaks.",
+    "Write a README section on running the service locally.",
+)
+
+
+def test_a_handoff_to_an_8k_model_keeps_every_request(tmp_path: Path) -> None:
+    r = Rollout()
+    for k, request in enumerate(REQUESTS):
+        r.user(request)
+        for j in range(3):
+            lines = (
+                f"const v{i} = require('./dep{i}'); // line {i} of module {k}" for i in range(60)
+            )
+            r.shell(f"sed -n 1,200p src/mod{k}_{j}.js", output="\n".join(lines))
+        r.shell("npm test", output="\n".join(f"ok {i} test case {i} passes" for i in range(40)))
+        r.answer(f"Done with request {k}: changed src/mod{k}_0.js; the tests pass. " * 8)
+    done = handoff(r.write(tmp_path), to="claude-code", model="apertus-8b-instruct", home=tmp_path)
+    assert done.report.context_window == 8192
+    assert done.report.summary is not None  # the earlier turns were cut, and summarized
+    assert done.report.tokens_after <= done.report.budget
+    written = done.path.read_text()
+    for request in REQUESTS:  # each request, cut or kept, reaches the written file
+        assert json.dumps(request)[1:-1] in written
+    summary = done.report.summary["text"]
+    assert summary.startswith("Requests:\n")  # before any other detail
+    assert "AGENTS.md" not in summary
+    assert "linter" not in summary
