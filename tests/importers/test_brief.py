@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from session_migrator import Message, export_markdown
+from session_migrator import ExtractiveSummarizer, Message, counter_for, export_markdown
 from session_migrator.importers import import_claude_code, import_codex
 from session_migrator.importers._handoff import BRIEF_CHARS, handoff
 from session_migrator.summaries._notes import own_words
@@ -229,3 +229,18 @@ def test_a_handoff_to_an_8k_model_keeps_every_request(tmp_path: Path) -> None:
     assert summary.startswith("Requests:\n")  # before any other detail
     assert "AGENTS.md" not in summary
     assert "linter" not in summary
+
+
+def test_the_summary_of_a_cut_part_sees_shell_files(tmp_path: Path) -> None:
+    session = import_codex(_codex_session(tmp_path)).session
+    summary = ExtractiveSummarizer(requests=True).summarize(
+        session.messages, max_tokens=400, counter=counter_for("o200k_base")
+    )
+    files = summary[summary.index("Files:") :]
+    assert "`hello.js`: deleted" in files  # `cat > hello.js`, then `rm hello.js`
+    assert "`docs/NOTES.md`: written" in files
+    requests = summary[: summary.index("\n", summary.index("Actually we don't need"))]
+    assert requests.startswith("Requests:\n")
+    for asked in ("Add a hello.js", "Release notes next", "Actually we don't need hello.js"):
+        assert asked in requests  # every request, done or not, first
+    assert "linter" not in summary  # the AGENTS.md skill rules are no request

@@ -51,6 +51,7 @@ from session_migrator.summaries._notes import (
     DECISION,
     MAYBE_INJECTED,
     PATH,
+    SHELL_TOOLS,
     TASK,
     actions_text,
     call_paths,
@@ -59,6 +60,7 @@ from session_migrator.summaries._notes import (
     last_todo_list,
     one_line,
     own_words,
+    touched,
 )
 from session_migrator.summaries._outline_items import (
     AGREED,
@@ -153,7 +155,7 @@ class Outline:
                     self._calls.add((index, k))
                     continue
                 for path, action in _paths(call):
-                    files[path] = (files.get(path, (set(), 0))[0] | {action}, index)
+                    files[path] = (touched(files.get(path, (set(), 0))[0], action), index)
                     self._calls.add((index, k))
         # the user and assistant messages with text of their own, and what each says (a user
         # turn may be the library's or a harness's: a marker, injected context)
@@ -483,6 +485,6 @@ def _decides(text: str, low: str) -> bool:
 def _paths(call: ToolCall) -> list[tuple[str, str]]:
     """The files a call touched, from its arguments (parsed only where they name a path)."""
     args = call.arguments
-    if 'ath"' in args or 'filename"' in args or "File: " in args:
+    if 'ath"' in args or 'filename"' in args or "File: " in args or call.name in SHELL_TOOLS:
         return list(call_paths(call.name, args))
     return []
