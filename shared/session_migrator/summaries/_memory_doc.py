@@ -37,7 +37,6 @@ from session_migrator.summaries._notes import (
     FENCE,
     PATH,
     TASK,
-    USEFUL,
     actions_text,
     call_paths,
     command_paths,
@@ -49,6 +48,7 @@ from session_migrator.summaries._notes import (
     relative,
     shell_command,
     touched,
+    useful,
 )
 from session_migrator.summaries._summarizers import Summarizer
 
@@ -59,6 +59,7 @@ DEFAULT_MAX_CHARS = 12_000
 _LEAST_CHARS = 200
 _BULLET = 300  # longest bullet, in characters
 _EXCHANGE = 600  # longest quote of the last exchange
+_COMMANDS = {True: 12, False: 6}  # at most this many commands that test, build or run; others
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _FACT_SIGNALS = (
     (re.compile(r"\d"), 1.5),
@@ -250,18 +251,23 @@ def _commands(messages: Sequence[Message]) -> list[_Item]:
             command = shell_command(call.name, call.arguments)
             if command is None or looks_only(command):
                 continue
-            if USEFUL.search(command.lower()) is None and any(command_paths(command)):
+            if not useful(command) and any(command_paths(command)):
                 continue  # (``rm``, ``mv``, ``cat > file``: the files touched say it)
             run = runs.setdefault(one_line(command, 160), [0, "", len(runs)])
             run[0] += 1
             run[1] = _status(call.name, results.get(call.id))
     out = []
+    kinds = {command: useful(command) for command in runs}
+    listed = {True: 0, False: 0}
     for command, (count, status, first) in runs.items():
-        useful = USEFUL.search(command.lower()) is not None
+        listed[kinds[command]] += 1
+        if listed[kinds[command]] > _COMMANDS[kinds[command]]:
+            continue  # (the first ones of each kind are enough)
         times = f", {count} runs" if count > 1 else ""
         text = f"- `{command}`" + (f": {status}{times}" if status else times.replace(",", ":"))
-        rank = (2.6 if useful else 5.5) + first / 1e3
-        out.append(_Item("Commands", text, rank, (0 if useful else 10_000) + first))
+        kind = kinds[command]
+        rank = (2.6 if kind else 5.5) + first / 1e3
+        out.append(_Item("Commands", text, rank, (0 if kind else 10_000) + first))
     return out
 
 
@@ -297,13 +303,14 @@ def _closes(text: str) -> bool:
 def _last_closed(said: Sequence[Message]) -> int:
     """The position (as :func:`_sentences` counts) of the last sentence before the newest answer
     that says the work is done: work named before it is closed (-1: none)."""
-    pos = 0
-    closed = -1
-    for m in said:
-        if m.role == "assistant" and _closes(m.text):
-            closed = pos
-        pos += len(_SENTENCE.split(FENCE.sub(" ", m.text)))
-    return closed
+    last = next(
+        (k for k in range(len(said) - 1, -1, -1)
+         if said[k].role == "assistant" and _closes(said[k].text)),
+        -1,
+    )  # fmt: skip
+    if last < 0:
+        return -1
+    return sum(len(_SENTENCE.split(FENCE.sub(" ", m.text))) for m in said[:last])
 
 
 def _exchange(said: Sequence[Message]) -> list[_Item]:

@@ -12,6 +12,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
 from session_migrator.messages._messages import Message
@@ -230,6 +231,18 @@ USEFUL = re.compile(
 )
 
 
+def useful(command: str) -> bool:
+    """Whether ``command`` tests, builds or runs something (its words, not its paths: ``cp
+    build/a.js dist/`` is not a build)."""
+    words = [
+        w
+        for part in _simple_commands(command)
+        for w in part
+        if "/" not in w and "." not in w and not w.startswith("-")
+    ]
+    return USEFUL.search(" ".join(words).lower()) is not None
+
+
 def shell_command(name: str, arguments: str) -> str | None:
     """The command line of a shell tool call (``bash -lc "..."`` unwrapped), else ``None``."""
     keys = SHELL_TOOLS.get(name)
@@ -259,7 +272,7 @@ def exit_status(result: str) -> int | None:
 
 def looks_only(command: str) -> bool:
     """Whether ``command`` only reads or lists (``ls``, ``cat``, ``rg``, ``git status``...)."""
-    if any(True for _ in command_paths(command)):
+    if _command_paths(command):
         return False
     for words in _simple_commands(command):
         if not words:
@@ -295,10 +308,13 @@ def _without_heredocs(command: str) -> str:
 def _simple_commands(command: str) -> Iterator[list[str]]:
     """The words of each simple command in ``command`` (heredoc bodies left out)."""
     for part in _SPLIT.split(_without_heredocs(command)):
-        part = _REDIRECT.sub(" ", _HEREDOC.sub(" ", part))
-        try:
-            words = shlex.split(part)
-        except ValueError:
+        part = _REDIRECT.sub(" ", _HEREDOC.sub(" ", part)) if ">" in part or "<" in part else part
+        if "'" in part or '"' in part or "\\" in part:
+            try:
+                words = shlex.split(part)  # (slow: only where there is something to unquote)
+            except ValueError:
+                words = part.split()
+        else:
             words = part.split()
         while words and (_ASSIGNS.match(words[0]) or words[0] in _PREFIXES):
             words = words[1:]
@@ -306,6 +322,16 @@ def _simple_commands(command: str) -> Iterator[list[str]]:
 
 
 def command_paths(command: str) -> Iterator[tuple[str, str]]:
+    """The files a shell command touches and how (see :func:`_command_paths`)."""
+    return iter(_command_paths(command))
+
+
+@lru_cache(maxsize=4096)
+def _command_paths(command: str) -> tuple[tuple[str, str], ...]:
+    return tuple(_touching(command))
+
+
+def _touching(command: str) -> Iterator[tuple[str, str]]:
     """The files a shell command touches and how: ``rm`` (deleted), ``mv`` (moved, and the
     target written), ``cp`` (read, written), ``sed -i`` and ``perl -i`` (edited), ``touch``
     (created), ``tee`` and redirections ``> file`` (written); patches are read by
