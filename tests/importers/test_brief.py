@@ -11,7 +11,7 @@ from typing import Any
 from session_migrator import ExtractiveSummarizer, Message, counter_for, export_markdown
 from session_migrator.importers import import_claude_code, import_codex
 from session_migrator.importers._handoff import BRIEF_CHARS, handoff
-from session_migrator.summaries._notes import own_words
+from session_migrator.summaries._notes import own_words, useful
 from tests.importers._rollout import CWD, SKILL, Rollout
 
 
@@ -244,3 +244,11 @@ def test_the_summary_of_a_cut_part_sees_shell_files(tmp_path: Path) -> None:
     for asked in ("Add a hello.js", "Release notes next", "Actually we don't need hello.js"):
         assert asked in requests  # every request, done or not, first
     assert "linter" not in summary  # the AGENTS.md skill rules are no request
+
+
+def test_a_command_is_useful_by_its_words_not_its_paths() -> None:
+    assert useful("npm run build")
+    assert useful("python -m pytest tests/unit -q")
+    assert useful("cd web && ./gradlew build")
+    assert not useful("cp build/app.js dist/app.js")
+    assert not useful("git commit -m 'run the tests'")

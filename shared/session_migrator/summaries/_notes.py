@@ -238,8 +238,8 @@ def useful(command: str) -> bool:
         w
         for part in _simple_commands(command)
         for w in part
-        if "/" not in w and "." not in w and not w.startswith("-")
-    ]
+        if "/" not in w and "." not in w and " " not in w and not w.startswith("-")
+    ]  # (a quoted argument, a commit message, is no command word either)
     return USEFUL.search(" ".join(words).lower()) is not None
 
 
