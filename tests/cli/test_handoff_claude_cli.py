@@ -9,13 +9,16 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from session_migrator import Message, ToolCall, migrate
 from session_migrator.importers import write_claude_code
+from session_migrator.importers._handoff import handoff
 from tests.conformance._anthropic_api import AnthropicEmulator
 from tests.conformance._http import Text
+from tests.importers._rollout import Rollout
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAUDE = Path(
@@ -78,3 +81,70 @@ def test_claude_code_resumes_a_handed_off_session(tmp_path: Path) -> None:
         assert "What is the codeword?" in sent
     finally:
         api.stop()
+
+
+def test_claude_code_resumes_a_codex_session_with_patches(tmp_path: Path) -> None:
+    """A Codex rollout whose patches became Claude Code's own ``Edit`` and ``Write`` calls: the
+    real CLI resumes it and sends them, each paired with its result."""
+    home, work = tmp_path / "home", tmp_path / "project"
+    work.mkdir()
+    r = Rollout()
+    r.user("Make total() return 0 for no lines, with a test.")
+    r.patch(
+        "*** Begin Patch\n*** Update File: src/totals.py\n@@\n subtotal = sum(lines)\n"
+        "-return round(subtotal, 2)\n+return round(subtotal, 2) if lines else 0\n*** End Patch\n"
+    )
+    r.patch("*** Begin Patch\n*** Add File: tests/test_totals.py\n+assert total([]) == 0\n"
+            "*** End Patch\n")  # fmt: skip
+    r.shell("npm test", output="ok")
+    r.answer("Done: total() returns 0 for no lines; npm test passes.")
+    done = handoff(r.write(tmp_path), to="claude-code", model=MODEL, home=home, cwd=str(work))
+    api = AnthropicEmulator().start()
+    try:
+        for _ in range(5):
+            api.script(Text("It returns 0 for no lines now."))
+        proc = subprocess.run(
+            [str(CLAUDE), "-p", "What did you change?", "--resume", done.session_id,
+             "--model", MODEL],
+            cwd=work, env=_env(home, api.url), capture_output=True, text=True, timeout=180,
+            check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        turns = [r for r in api.accepted if r.body.get("model") == MODEL]
+        assert turns, api.report()
+        sent = turns[0].body["messages"]
+        uses = {
+            b["id"]: b for m in sent if m["role"] == "assistant" for b in _blocks(m)
+            if b.get("type") == "tool_use"
+        }  # fmt: skip
+        results = [
+            b["tool_use_id"] for m in sent if m["role"] == "user" for b in _blocks(m)
+            if b.get("type") == "tool_result"
+        ]  # fmt: skip
+        by_name = {b["name"]: b["input"] for b in uses.values()}
+        assert by_name["Edit"]["file_path"] == f"{work}/src/totals.py"
+        assert by_name["Edit"]["old_string"] == "subtotal = sum(lines)\nreturn round(subtotal, 2)"
+        assert by_name["Write"]["file_path"] == f"{work}/tests/test_totals.py"
+        assert by_name["Bash"] == {"command": "cd /home/dev/web && npm test"}  # its workdir
+        assert sorted(results) == sorted(uses)  # every call paired with its result
+        assert "What did you change?" in json.dumps(sent)
+    finally:
+        api.stop()
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _env(home: Path, url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }

@@ -6,10 +6,14 @@ by ``uuid`` and ``parentUuid``, with the ``sessionId``, ``cwd``, ``gitBranch``, 
 ``timestamp`` of the session, and an Anthropic ``message``: an assistant's tool calls as
 ``tool_use`` blocks, each result as a ``tool_result`` block of the user entry after it (the calls
 stay paired); Codex's shell calls (``shell_command``, ``exec_command``, ``shell``, ``local_shell``)
-as Claude Code's own ``Bash``, other calls with their own name. The system prompt and the library's
-notes (a summary of what was cut) are a first user entry the model reads, as Claude Code's own
-compaction summary is. The project folder is the working directory with every character that is not
-a letter or a digit replaced by ``-`` (``/home/dev/api`` -> ``-home-dev-api``).
+as Claude Code's own ``Bash``; Codex's ``apply_patch`` (as its own tool, or run through the shell)
+as Claude Code's ``Edit`` (``file_path``, ``old_string``, ``new_string``) when the patch updates one
+file in one hunk, as ``Write`` (``file_path``, ``content``) when it adds one file, else as a
+``Bash`` call holding the patch, which the model can read; other calls with their own name. The
+system prompt and the library's notes (a summary of what was cut) are a first user entry the model
+reads, as Claude Code's own compaction summary is. The project folder is the working directory
+with every character that is not a letter or a digit replaced by ``-`` (``/home/dev/api`` ->
+``-home-dev-api``).
 """
 
 from __future__ import annotations
@@ -49,19 +53,71 @@ _CODEX_SHELLS = {"shell_command": "command", "exec_command": "cmd", "shell": "co
 
 def _claude_tool(name: str, arguments: Any, cwd: str) -> tuple[str, Any]:
     """A call in Claude Code's own vocabulary where one maps: Codex's shell calls as ``Bash``
-    (``{"command"}``, prefixed with ``cd <dir> &&`` when they ran elsewhere than ``cwd``)."""
+    (``{"command"}``, prefixed with ``cd <dir> &&`` when they ran elsewhere than ``cwd``), its
+    patches as ``Edit`` or ``Write`` (see the module docstring)."""
+    if not isinstance(arguments, dict):
+        return name, arguments
+    workdir = arguments.get("workdir") or arguments.get("working_directory")
+    where = workdir if isinstance(workdir, str) and workdir else cwd
+    if name == "apply_patch":
+        patch = arguments.get("input", arguments.get("patch"))
+        if isinstance(patch, str):
+            return _patch_tool(patch, where, cwd)
+        return name, arguments
     key = _CODEX_SHELLS.get(name)
-    if key is None or not isinstance(arguments, dict):
+    if key is None:
         return name, arguments
     command = arguments.get(key)
     if isinstance(command, list) and all(isinstance(p, str) for p in command):
+        if len(command) == 2 and command[0] == "apply_patch":
+            return _patch_tool(command[1], where, cwd)
         wrapped = command[:2] in (["bash", "-lc"], ["bash", "-c"]) and len(command) == 3
         command = command[2] if wrapped else " ".join(command)
     if not isinstance(command, str):
         return name, arguments
-    workdir = arguments.get("workdir") or arguments.get("working_directory")
-    if isinstance(workdir, str) and workdir and workdir.rstrip("/") != cwd.rstrip("/"):
-        command = f"cd {workdir} && {command}"
+    heredoc = _PATCH_HEREDOC.fullmatch(command.strip())
+    if heredoc is not None:
+        return _patch_tool(heredoc["patch"], where, cwd)
+    if where.rstrip("/") != cwd.rstrip("/"):
+        command = f"cd {where} && {command}"
+    return "Bash", {"command": command}
+
+
+#: ``apply_patch <<'EOF' ... EOF`` as Codex runs a patch through its shell.
+_PATCH_HEREDOC = re.compile(
+    r"(?:cd \S+ && )?apply_patch <<-?\s*(['\"]?)(?P<end>\w+)\1\n(?P<patch>.*)\n(?P=end)", re.S
+)
+_PATCH_OP = re.compile(r"\*\*\* (Update|Add|Delete) File: (.+)")
+
+
+def _patch_tool(patch: str, where: str, cwd: str) -> tuple[str, dict[str, Any]]:
+    """A Codex patch as Claude Code's ``Edit`` (one file updated in one hunk) or ``Write`` (one
+    file added), else as ``Bash`` running it (text the model can read)."""
+    lines = patch.strip("\n").split("\n")
+    if lines and lines[0].strip() == "*** Begin Patch":
+        lines = lines[1:]
+    if lines and lines[-1].strip() == "*** End Patch":
+        lines = lines[:-1]
+    ops = [k for k, line in enumerate(lines) if line.startswith("*** ")]
+    op = _PATCH_OP.fullmatch(lines[0].rstrip()) if lines and ops == [0] else None
+    if op is not None:
+        path = op[2].strip()
+        file_path = path if path.startswith("/") else f"{where.rstrip('/')}/{path}"
+        body = lines[1:]
+        if op[1] == "Add" and all(line.startswith("+") for line in body):
+            return "Write", {"file_path": file_path, "content": "".join(f"{x[1:]}\n" for x in body)}
+        if op[1] == "Update" and body and body[0].startswith("@@"):
+            body = body[1:]
+        hunk = op[1] == "Update" and body and all(line[:1] in (" ", "-", "+") for line in body)
+        if hunk:
+            old = "\n".join(line[1:] for line in body if line[0] != "+")
+            new = "\n".join(line[1:] for line in body if line[0] != "-")
+            if old.strip() and old != new:
+                edit = {"file_path": file_path, "old_string": old, "new_string": new}
+                return "Edit", {**edit, "replace_all": False}
+    command = f"apply_patch <<'PATCH'\n{patch.strip(chr(10))}\nPATCH"
+    if where.rstrip("/") != cwd.rstrip("/"):
+        command = f"cd {where} && {command}"
     return "Bash", {"command": command}
 
 

@@ -23,6 +23,7 @@ from session_migrator.messages._messages import Session
 from session_migrator.migration._migrate import migrate
 from session_migrator.migration._report import MigrationReport
 from session_migrator.models._lookup import lookup_model
+from session_migrator.summaries._extractive import ExtractiveSummarizer
 from session_migrator.summaries._memory_doc import export_markdown
 
 if TYPE_CHECKING:
@@ -177,7 +178,14 @@ def handoff(
         left_out = {"base_instructions": 1, **left_out}
         harness_tokens += counter.count_text(result.harness_prompt)
     reserved = min(HARNESS_TOKENS[to], window.context_window // 8)
-    fitted = migrate(kept, model, source_model=result.source_model, extra_reserved=reserved)
+    # what is cut is summarized with every request of the user first (``Requests:``)
+    fitted = migrate(
+        kept,
+        model,
+        source_model=result.source_model,
+        extra_reserved=reserved,
+        summarizer=ExtractiveSummarizer(requests=True),
+    )
     where = cwd or str(session.metadata.get("cwd") or Path.cwd())
     branch = str(session.metadata.get("git_branch") or "")
     base = Path(home).expanduser() if home is not None else Path.home()

@@ -101,7 +101,9 @@ class ExtractiveSummarizer:
     ``called name(args)``. Within a section the items keep the conversation's order; when two
     score the same and only one fits, the newer one is kept (a changed fact keeps its newest
     value, and both show, in order, when there is room). A rolling summary (``previous``) keeps
-    its items under their headings, with a bonus: the new ones join them.
+    its items under their headings, with a bonus: the new ones join them. With
+    ``requests=True`` (as a hand-off summarizes what it cut), every request of the user comes
+    first, shortened, under ``Requests:``, before any other item.
 
     Reading is bounded, so that a summary costs about what it can hold, not what it covers: at
     most ``max(min_read_chars, read_per_token * max_tokens)`` characters of message text are
@@ -133,9 +135,11 @@ class ExtractiveSummarizer:
         read_per_token: float = 8.0,
         min_read_chars: int = 262_144,
         shares: Mapping[str, float] | None = None,
+        requests: bool = False,
     ) -> None:
         if read_per_token < 0 or min_read_chars < 0:
             raise ValueError("read_per_token and min_read_chars must not be negative")
+        self.requests = requests
         self.read_per_token = read_per_token
         self.min_read_chars = min_read_chars
         self.shares: Mapping[str, float] = dict(_READ_SHARES if shares is None else shares)
@@ -155,7 +159,7 @@ class ExtractiveSummarizer:
         previous: str | None = None,
     ) -> str:
         bodies = [m.text for m in messages]  # a message of parts joins them: once
-        outline = Outline(messages, bodies, previous)
+        outline = Outline(messages, bodies, previous, requests=self.requests)
         consumed = outline.consumed
         shares = [self.shares.get(m.role, 1.0) for m in messages]
         cap = _reading_cap([len(b) for b in bodies], shares, self.read_budget(max_tokens))

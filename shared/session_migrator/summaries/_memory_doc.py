@@ -3,11 +3,16 @@ memory files (``CLAUDE.md``, ``AGENTS.md``, a ``memory/`` folder).
 
 Offline, the document is extracted from the conversation: its open tasks (the last to-do list
 the agent wrote, requests left unanswered, interrupted tool calls, sentences that name work still
-to do), its decisions and stated preferences, the files it touched (from the tool calls: read,
-edited, written, searched; and paths the conversation mentions) and the facts most likely to
-matter (numbers, names, identifiers, paths), then the last exchange. With a summarizer, a topic
-summary written by that model comes first. The document never exceeds ``max_chars``: what does
-not fit is left out from the least likely to matter up, and the document says how much.
+to do; not those a later answer says are done), its decisions and stated preferences, the files
+it touched (from the tool calls and the shell commands: read, edited, written, deleted, moved,
+searched; and paths the conversation mentions; a file deleted after it was written is listed as
+deleted), the commands the agent ran (tests, builds and runs first, with whether the last run
+passed) and the facts most likely to matter (numbers, names, identifiers, paths), then the last
+exchange. What a harness put in a user turn (AGENTS.md and CLAUDE.md blocks, environment context,
+skill rules, system reminders, slash-command wrappers) is not read as the user's words. With a
+summarizer, a topic summary written by that model comes first. The document never exceeds
+``max_chars``: what does not fit is left out from the least likely to matter up, and the document
+says how much.
 
 >>> from session_migrator import Message, export_markdown
 >>> doc = export_markdown([Message("user", "Rename utils.py to helpers.py, we'll keep the API.")])
@@ -26,6 +31,7 @@ from session_migrator._errors import SummarizerError
 from session_migrator.counting._counter import TokenCounter
 from session_migrator.counting._tokens import counter_for
 from session_migrator.messages._messages import Message, Session
+from session_migrator.summaries._cues import DONE, FAILED, cue_bits
 from session_migrator.summaries._notes import (
     DECISION,
     FENCE,
@@ -33,10 +39,16 @@ from session_migrator.summaries._notes import (
     TASK,
     actions_text,
     call_paths,
-    injected,
+    command_paths,
+    exit_status,
     last_todo_list,
+    looks_only,
     one_line,
+    own_words,
     relative,
+    shell_command,
+    touched,
+    useful,
 )
 from session_migrator.summaries._summarizers import Summarizer
 
@@ -47,6 +59,7 @@ DEFAULT_MAX_CHARS = 12_000
 _LEAST_CHARS = 200
 _BULLET = 300  # longest bullet, in characters
 _EXCHANGE = 600  # longest quote of the last exchange
+_COMMANDS = {True: 12, False: 6}  # at most this many commands that test, build or run; others
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _FACT_SIGNALS = (
     (re.compile(r"\d"), 1.5),
@@ -89,9 +102,15 @@ def export_markdown(
         sid, metadata, messages = session.id, dict(session.metadata), list(session.messages)
     else:
         sid, metadata, messages = None, {}, list(session)
-    said = [m for m in messages if m.role in ("user", "assistant") and m.marker is None]
-    requests = [m for m in said if m.role == "user" and not injected(m.text)]
-    heading = title or metadata.get("title") or (requests[0].text if requests else "Session")
+    said = [
+        m.replace(content=own_words(m.text)) if m.role == "user" else m
+        for m in messages
+        if m.role in ("user", "assistant") and m.marker is None
+    ]
+    said = [m for m in said if m.role == "assistant" or m.text]  # (a harness's turn: gone)
+    requests = [m for m in said if m.role == "user"]
+    named = own_words(str(metadata.get("title") or ""))
+    heading = title or named or (requests[0].text if requests else "Session")
     head = [f"# {one_line(str(heading), 100) or 'Session'}", "", _about(sid, metadata, messages)]
     summary = _summary(messages, summarizer, counter, max_chars) if summarizer else None
     if summary is not None:
@@ -100,7 +119,8 @@ def export_markdown(
     items = [
         *_tasks(messages, said, sentences),
         *_decisions(sentences),
-        *_files(messages, str(metadata.get("cwd") or "")),
+        *_files(messages, said, str(metadata.get("cwd") or "")),
+        *_commands(messages),
         *_facts(sentences),
         *_exchange(said),
     ]
@@ -152,12 +172,17 @@ def _tasks(
     messages: Sequence[Message], said: Sequence[Message], sentences: Sequence[tuple[int, str]]
 ) -> list[_Item]:
     out: list[_Item] = []
-    _, todo = last_todo_list(messages)
+    where, todo = last_todo_list(messages)
+    last = said[-1] if said else None
+    closing = last is not None and last.role == "assistant" and _closes(last.text)
+    if closing and where >= 0 and all(m is not last for m in messages[where:]):
+        pass  # (the final answer came before the to-do list: it is still open)
+    elif closing:
+        todo = []  # the final answer, after the newest to-do list, says the work is done
     for k, (text, status) in enumerate(todo):
         suffix = " (in progress)" if status == "in_progress" else ""
         out.append(_Item("Open tasks", f"- [ ] {one_line(text, _BULLET)}{suffix}", 1.0, k))
-    last = said[-1] if said else None
-    if last is not None and last.role == "user" and not injected(last.text):
+    if last is not None and last.role == "user":
         out.append(
             _Item("Open tasks", f"- [ ] Unanswered: {one_line(last.text, _BULLET)}", 0.5, -1)
         )
@@ -167,8 +192,9 @@ def _tasks(
             if call.id not in answered:
                 text = f"- [ ] `{call.name}` was interrupted: no result was recorded"
                 out.append(_Item("Open tasks", text, 1.5, 10_000 + len(out)))
-    if not todo:  # sentences naming work left, newest first
-        found = [s for s in sentences if TASK.search(s[1].lower())]
+    if not todo:  # sentences naming work left, newest first (none that a later answer closed)
+        done = _last_closed(said)
+        found = [s for s in sentences if s[0] > done and TASK.search(s[1].lower())]
         for k, (pos, sentence) in enumerate(found[-10:]):
             out.append(_Item("Open tasks", f"- [ ] {sentence}", 2.0 - k / 100, 20_000 + pos))
     return out
@@ -186,18 +212,17 @@ def _decisions(sentences: Sequence[tuple[int, str]]) -> list[_Item]:
     ]
 
 
-def _files(messages: Sequence[Message], cwd: str) -> list[_Item]:
-    touched: dict[str, set[str]] = {}
+def _files(messages: Sequence[Message], said: Sequence[Message], cwd: str) -> list[_Item]:
+    files: dict[str, set[str]] = {}
     for m in messages:
         for call in m.tool_calls:
             for path, action in call_paths(call.name, call.arguments):
-                touched.setdefault(relative(path, cwd), set()).add(action)
-    for m in messages:
-        if m.role in ("user", "assistant") and m.marker is None and not injected(m.text):
-            for path in PATH.findall(FENCE.sub(" ", m.text)):
-                touched.setdefault(relative(path, cwd), set()).add("mentioned")
+                touched(files.setdefault(relative(path, cwd), set()), action)
+    for m in said:
+        for path in PATH.findall(FENCE.sub(" ", m.text)):
+            files.setdefault(relative(path, cwd), set()).add("mentioned")
     out = []
-    for k, (path, actions) in enumerate(touched.items()):
+    for k, (path, actions) in enumerate(files.items()):
         done = actions_text(actions)
         rank = 6.0 if done == "mentioned" else 4.0
         out.append(_Item("Files touched", f"- `{path}`: {done}", rank + k / 1e4, k))
@@ -216,10 +241,82 @@ def _facts(sentences: Sequence[tuple[int, str]]) -> list[_Item]:
     return out
 
 
+def _commands(messages: Sequence[Message]) -> list[_Item]:
+    """The shell commands the agent ran, each once: tests, builds and runs first, with how the
+    last run ended where its result shows it, and how many times it ran."""
+    results = {m.tool_call_id: m.text for m in messages if m.role == "tool" and m.marker is None}
+    runs: dict[str, list[Any]] = {}  # command -> [runs, last status, first seen]
+    for m in messages:
+        for call in m.tool_calls:
+            command = shell_command(call.name, call.arguments)
+            if command is None or looks_only(command):
+                continue
+            if not useful(command) and any(command_paths(command)):
+                continue  # (``rm``, ``mv``, ``cat > file``: the files touched say it)
+            run = runs.setdefault(one_line(command, 160), [0, "", len(runs)])
+            run[0] += 1
+            run[1] = _status(call.name, results.get(call.id))
+    out = []
+    kinds = {command: useful(command) for command in runs}
+    listed = {True: 0, False: 0}
+    for command, (count, status, first) in runs.items():
+        listed[kinds[command]] += 1
+        if listed[kinds[command]] > _COMMANDS[kinds[command]]:
+            continue  # (the first ones of each kind are enough)
+        times = f", {count} runs" if count > 1 else ""
+        text = f"- `{command}`" + (f": {status}{times}" if status else times.replace(",", ":"))
+        kind = kinds[command]
+        rank = (2.6 if kind else 5.5) + first / 1e3
+        out.append(_Item("Commands", text, rank, (0 if kind else 10_000) + first))
+    return out
+
+
+def _status(tool: str, result: str | None) -> str:
+    """How a shell call's run ended, as its result shows it (``passed (exit 0)``, ``failed
+    (exit 1)``); "" when it does not show."""
+    if result is None:
+        return ""
+    code = exit_status(result)
+    if code is not None:
+        return f"{'passed' if code == 0 else 'failed'} (exit {code})"
+    if result.startswith("[tool error]"):
+        return "failed"
+    # Claude Code marks a command that exits with another code than 0 as an error
+    return "passed" if tool == "Bash" else ""
+
+
+_PASSES = re.compile(
+    r"\b(?:all (?:\d+ )?tests? pass\w*|tests? pass(?:es|ed)?|passing|works now|implemented|"
+    r"(?:is|are) now)\b"
+)
+
+
+def _closes(text: str) -> bool:
+    """Whether an answer says the work is done (and neither that it failed nor what is left)."""
+    head = text[:300]
+    bits = cue_bits([head])[0]
+    low = head.lower()
+    done = bits & DONE or _PASSES.search(low) is not None
+    return bool(done) and not bits & FAILED and TASK.search(text.lower()) is None
+
+
+def _last_closed(said: Sequence[Message]) -> int:
+    """The position (as :func:`_sentences` counts) of the last sentence before the newest answer
+    that says the work is done: work named before it is closed (-1: none)."""
+    last = next(
+        (k for k in range(len(said) - 1, -1, -1)
+         if said[k].role == "assistant" and _closes(said[k].text)),
+        -1,
+    )  # fmt: skip
+    if last < 0:
+        return -1
+    return sum(len(_SENTENCE.split(FENCE.sub(" ", m.text))) for m in said[:last])
+
+
 def _exchange(said: Sequence[Message]) -> list[_Item]:
     out = []
     for role, label in (("user", "User"), ("assistant", "Assistant")):
-        last = next((m for m in reversed(said) if m.role == role and not injected(m.text)), None)
+        last = next((m for m in reversed(said) if m.role == role), None)
         if last is not None and last.text.strip():
             text = f"- **{label}:** {one_line(last.text, _EXCHANGE)}"
             out.append(_Item("Last exchange", text, 0.2, 0 if role == "user" else 1))
@@ -232,8 +329,6 @@ def _sentences(said: Sequence[Message]) -> Iterator[tuple[int, str]]:
     seen: set[str] = set()
     pos = 0
     for m in said:
-        if injected(m.text):
-            continue
         for raw in _SENTENCE.split(FENCE.sub(" ", m.text)):
             sentence = one_line(raw.strip().lstrip("-*#>0123456789. ").strip(), _BULLET)
             key = sentence.lower()
@@ -245,7 +340,7 @@ def _sentences(said: Sequence[Message]) -> Iterator[tuple[int, str]]:
 
 # -- how it is written -----------------------------------------------------------------------
 
-_SECTIONS = ("Open tasks", "Decisions", "Files touched", "Facts", "Last exchange")
+_SECTIONS = ("Open tasks", "Decisions", "Files touched", "Commands", "Facts", "Last exchange")
 
 
 def _fit(head: str, items: list[_Item], max_chars: int) -> str:

@@ -16,6 +16,11 @@ within a token limit, grouped under :data:`HEADINGS`::
     Files:
     - `ledgerd/repos/invoices.py`: edited, read
 
+With ``requests=True`` (a hand-off's summary of the part it cut), every request the user made
+comes first, shortened, under ``Requests:``: what the user asked for is what a later turn most
+needs, and a request that was done is not an open task. What a harness put in a user turn
+(AGENTS.md, environment context, skill rules) is never read as the user's words.
+
 A rolling summary (``previous``) keeps its items under their headings: the new items join them,
 a file touched again is one line, and an open task the new messages settle goes.
 """
@@ -44,7 +49,9 @@ from session_migrator.summaries._cues import (
 )
 from session_migrator.summaries._notes import (
     DECISION,
+    MAYBE_INJECTED,
     PATH,
+    SHELL_TOOLS,
     TASK,
     actions_text,
     call_paths,
@@ -52,11 +59,14 @@ from session_migrator.summaries._notes import (
     is_todo_tool,
     last_todo_list,
     one_line,
+    own_words,
+    touched,
 )
 from session_migrator.summaries._outline_items import (
     AGREED,
     FILE_SCORES,
     REQUEST,
+    REQUESTED,
     SCORERS,
     TODO,
     body_of,
@@ -68,8 +78,13 @@ from session_migrator.summaries._sentences import _GATES, _rows, _score_lines
 
 __all__ = ["HEADINGS", "Outline"]
 
-DECISIONS, FACTS, OPEN, FILES = range(4)
-HEADINGS = ("Decisions:", "Facts:", "Open tasks:", "Files:")
+DECISIONS, FACTS, OPEN, FILES, REQUESTS = range(5)
+HEADINGS = ("Decisions:", "Facts:", "Open tasks:", "Files:", "Requests:")
+#: The order the sections are written in.
+_WRITTEN = (REQUESTS, DECISIONS, FACTS, OPEN, FILES)
+#: A request under ``Requests:`` is cut to this many characters (fewer when there are many).
+_REQUEST_CHARS = 200
+_REQUESTS_CHARS = 2_400
 _SECTION_OF = {heading: k for k, heading in enumerate(HEADINGS)}
 #: Longest item, in characters (a whole proposal or request; a sentence is cut shorter).
 _ITEM_CHARS = 300
@@ -78,7 +93,6 @@ _MAX_MISSES = 48
 _KEPT = 1.0
 _OUTCOME = {1: " (done)", -1: " (failed)", 0: ""}
 _SPEAKERS = ("user", "assistant")
-_MAYBE_INJECTED = "< \t\n\r"  # how context a harness put in a user turn begins
 _PATH_GATE = _GATES[3]
 #: What a tool's line is like, names and numbers aside: ``def #(invoice: Invoice) -> Money:``
 _VARYING = re.compile(r"\b[^\W\d_]*[\d_]\w*")
@@ -97,9 +111,15 @@ class Outline:
     """
 
     def __init__(
-        self, messages: Sequence[Message], bodies: Sequence[str], previous: str | None = None
+        self,
+        messages: Sequence[Message],
+        bodies: Sequence[str],
+        previous: str | None = None,
+        *,
+        requests: bool = False,
     ) -> None:
         self.messages = messages
+        self._requests = requests
         # the items, as parallel arrays: the text (whole for a previous item and for one found
         # from the shape, else the sentence without its label), the message it is dated by (-1
         # for a previous item), the score, the section (-1: a sentence, placed when picked)
@@ -135,7 +155,7 @@ class Outline:
                     self._calls.add((index, k))
                     continue
                 for path, action in _paths(call):
-                    files[path] = (files.get(path, (set(), 0))[0] | {action}, index)
+                    files[path] = (touched(files.get(path, (set(), 0))[0], action), index)
                     self._calls.add((index, k))
         # the user and assistant messages with text of their own, and what each says (a user
         # turn may be the library's or a harness's: a marker, injected context)
@@ -148,10 +168,15 @@ class Outline:
                 role == "assistant"
                 or (
                     (not m.extra or m.marker is None)
-                    and (text[0] not in _MAYBE_INJECTED or not injected(text))
+                    and (text[0] not in MAYBE_INJECTED or not injected(text))
                 )
             )
         ]
+        # a user turn a harness wrote (AGENTS.md, a skill's rules) is not read at all
+        for i, m in enumerate(messages):
+            text = bodies[i]
+            if m.role == "user" and text and text[0] in MAYBE_INJECTED and injected(text):
+                self.consumed.add(i)
         # of the assistant's, the last before each user turn: its answer (what came before it
         # in the turn, a tool loop's "Searching for ...", tells neither what was done nor not)
         user = [messages[i].role == "user" for i in spoken]
@@ -195,8 +220,10 @@ class Outline:
         for index in requests:
             if not self.settled(index):
                 text = "user: " + one_line(bodies[index], _ITEM_CHARS)
-                self._item(OPEN, text, index, REQUEST)
+                self._item(OPEN, text, index, REQUESTED if self._requests else REQUEST)
                 self._consume(index, text)
+        if self._requests:
+            self._all_requests(spoken, heard, set(requests))
         # what they hold adds to their scores (halved for a request: asking is what counts)
         for position, score in enumerate(_score_lines(self.texts)):
             self.scores[position] += score if self.sections[position] == DECISIONS else score / 2
@@ -204,6 +231,24 @@ class Outline:
         for text, status in todo:
             suffix = " (in progress)" if status == "in_progress" else ""
             self._item(OPEN, f"to-do: {one_line(text, _ITEM_CHARS)}{suffix}", where, TODO)
+
+    def _all_requests(self, spoken: Sequence[int], heard: Sequence[int], asked: set[int]) -> None:
+        """Every request of the user (each user turn with words of its own, but a plain yes or
+        no), shortened, under ``Requests:``: those still open are under ``Open tasks:``."""
+        messages = self.messages
+        said = [
+            (index, words)
+            for k, index in enumerate(spoken)
+            if messages[index].role == "user"
+            and index not in self.consumed
+            and (words := own_words(messages[index].text))
+            and (index in asked or not heard[k] & (AGREES | CLOSES) or len(words) > 40)
+        ]
+        limit = max(60, min(_REQUEST_CHARS, _REQUESTS_CHARS // max(1, len(said))))
+        for order, (index, words) in enumerate(said):
+            text = "user: " + one_line(words, limit)
+            self._item(REQUESTS, text, index, REQUESTED - order / 1e3)
+            self._consume(index, text)
 
     def _consume(self, index: int, text: str) -> None:
         """Message ``index`` is an item (``text``): its sentences are not read, the files it
@@ -335,7 +380,8 @@ class Outline:
         self._file_items()
         chosen = self._pick(max_tokens, counter)
         lines: list[str] = []
-        for section, heading in enumerate(HEADINGS):
+        for section in _WRITTEN:
+            heading = HEADINGS[section]
             picked = [p for p in chosen if self.sections[p] == section]
             if picked:
                 lines.append(heading)
@@ -439,6 +485,6 @@ def _decides(text: str, low: str) -> bool:
 def _paths(call: ToolCall) -> list[tuple[str, str]]:
     """The files a call touched, from its arguments (parsed only where they name a path)."""
     args = call.arguments
-    if 'ath"' in args or 'filename"' in args or "File: " in args:
+    if 'ath"' in args or 'filename"' in args or "File: " in args or call.name in SHELL_TOOLS:
         return list(call_paths(call.name, args))
     return []

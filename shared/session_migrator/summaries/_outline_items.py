@@ -15,6 +15,8 @@ __all__: list[str] = []
 #: Scores of the items found from the conversation's shape (a sentence scores by what it holds,
 #: about 2 to 10): an agreed proposal and an open request come before most sentences.
 AGREED, REQUEST, TODO = 4.0, 6.0, 7.0
+#: A user's request in a hand-off's summary: before any other item.
+REQUESTED = 100.0
 FILE_SCORES = {"created": 4.0, "edited": 4.0, "written": 4.0, "deleted": 4.0, "read": 2.0}
 #: A sentence's score is weighted by who said it: the user's own words count most.
 ROLE_WEIGHT = {"user": 1.5, "assistant": 1.0, "tool": 0.6, "system": 1.0}
@@ -79,4 +81,8 @@ def _kept_file(line: str) -> float:
     return max(FILE_SCORES.get(a.strip(), 1.5) for a in actions)
 
 
-SCORERS = (_kept_sentence, _kept_sentence, _kept_request, _kept_file)
+def _kept_requested(line: str) -> float:
+    return REQUESTED
+
+
+SCORERS = (_kept_sentence, _kept_sentence, _kept_request, _kept_file, _kept_requested)
