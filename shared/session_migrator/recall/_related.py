@@ -61,6 +61,8 @@ EXCERPT_CHARS = 600
 MIN_SCORE_SHARE = 0.25
 #: How many of the best-ranked exchanges are tried for the room.
 _TRIED = 64
+#: After this many exchanges that did not fit, no more are tried (the room is all but full).
+_MISSES = 16
 #: Words that say when, not what: a question is not searched by them ("what hotel did we pick
 #: last week?" is not about weeks); the days it names are searched by their day tokens.
 _WHEN_WORDS = re.compile(
@@ -244,13 +246,16 @@ class RelatedExcerpts:
         left = room - counter.count_message(Message("system", self._header()))
         taken: list[int] = []
         most, tried = (len(self.ranked), None) if self.asks else (MAX_EXCERPTS, _TRIED)
+        misses = 0
         for k in self.ranked[:tried]:
-            if len(taken) >= most or left <= 0:
+            if len(taken) >= most or left <= 0 or misses >= _MISSES:
                 break
             cost = counter.count_text(self._block(self.exchanges[k], True)) + 4
             if cost <= left:
                 taken.append(k)
                 left -= cost
+            else:
+                misses += 1
         while taken:
             message = self._message(taken)
             if counter.count_message(message) <= room:

@@ -25,7 +25,7 @@ from session_migrator._errors import MissingDependencyError, SessionNotFoundErro
 from session_migrator.store import _codec
 from session_migrator.store import _redis_scripts as lua
 from session_migrator.store._backend import Clock, Record, display_url
-from session_migrator.store._base import BaseSessionStore
+from session_migrator.store._base import BaseSessionStore, window_places
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._codec import key_digest
@@ -210,6 +210,25 @@ class RedisStore(RedisSearch, RedisExpiry, RedisVectors, BaseSessionStore):
             assert after is not None
             raise MessageNotFoundError(session_id, after)
         return [_text(b) for b in reply[2:] if b is not None], int(reply[1])
+
+    def _bodies_around(
+        self, session_id: str, ids: list[str], before: int, after: int
+    ) -> list[str] | None:
+        k = self._keys(session_id)
+        pipe = self._client.pipeline(transaction=False)
+        for mid in ids:
+            pipe.zrank(k.order, ek(mid))
+        places = [int(p) for p in pipe.execute() if p is not None]
+        if not places:
+            return []
+        members = self._client.zrange(k.order, max(min(places) - before, 0), max(places) + after)
+        order = [_text(m) for m in members]
+        first = max(min(places) - before, 0)
+        wanted = [order[p - first] for p in places if 0 <= p - first < len(order)]
+        chosen = [order[p] for p in window_places(order, wanted, before, after)]
+        if not chosen:
+            return []
+        return [_text(b) for b in self._client.hmget(k.bodies, chosen) if b is not None]
 
     def _message_ids(self, session_id: str) -> list[str]:
         return [dk(_text(m)) for m in self._client.zrange(self._keys(session_id).order, 0, -1)]
