@@ -16,6 +16,7 @@ itself, so no id can reach another session's keys. Ids inside values are stored 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -96,6 +97,24 @@ class _Keys:
 
 def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+#: KEYS index-set; ARGV key-prefix: the fields of every session of the set, and the digests
+#: of those whose keys expired, as one JSON text.
+_LIST = """
+local out, gone = {}, {}
+for _, d in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local base = ARGV[1] .. 's:' .. d .. ':'
+  local m = redis.call('HMGET', base .. 'meta', 'id', 'workspace', 'created_at', 'updated_at',
+    'metadata')
+  if m[1] then
+    out[#out + 1] = {m[1], m[2], m[3], m[4], m[5] or '', redis.call('ZCARD', base .. 'order')}
+  else
+    gone[#gone + 1] = d
+  end
+end
+return cjson.encode({out, gone})
+"""
 
 
 class RedisStore(RedisSearch, RedisExpiry, RedisVectors, BaseSessionStore):
@@ -419,7 +438,25 @@ class RedisStore(RedisSearch, RedisExpiry, RedisVectors, BaseSessionStore):
 
     def list_sessions(self, workspace: str | None = "default") -> list[SessionInfo]:
         index = self._all_key if workspace is None else self._workspace_key(workspace)
-        return sort_sessions(self._infos(self._members(index)))
+        script = self.__dict__.get("_list_script")
+        if script is None:
+            script = self.__dict__["_list_script"] = self._client.register_script(_LIST)
+        # one script reads every session's fields, one JSON reply (not a reply per field)
+        listed, gone = json.loads(script(keys=[index], args=[self.prefix]))
+        self._forget_expired(index, list(gone or ()))  # (its keys expired: its entry goes too)
+        return sort_sessions(
+            [
+                SessionInfo(
+                    id=dk(sid),
+                    workspace=dk(workspace_id),
+                    message_count=int(count),
+                    created_at=from_epoch(float(created)),
+                    updated_at=from_epoch(float(updated)),
+                    metadata=_codec.loads(metadata or "{}"),
+                )
+                for sid, workspace_id, created, updated, metadata, count in (listed or ())
+            ]
+        )
 
     def get_summary(self, session_id: str) -> StoredSummary | None:
         found = self._client.hgetall(self._keys(session_id).summary)
