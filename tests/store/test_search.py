@@ -216,6 +216,51 @@ def test_sqlite_indexes_the_messages_stored_before_the_index(tmp_path: Any) -> N
         assert [m.id for _, m in store.search_messages("cabin", user_id="ann")] == ["m1"]
 
 
+def test_sqlite_indexes_the_words_after_a_nul(tmp_path: Any) -> None:
+    from session_migrator.store._sqlite_schema import MIGRATIONS
+
+    path = tmp_path / "nul.db"
+    url = f"sqlite:///{path}"
+    nul = Message("user", "a kayak \\u0000 then \x00 a zebra", id="n")
+
+    def matches(words: str) -> int:
+        conn = sqlite3.connect(path)
+        try:
+            (n,) = conn.execute(
+                "SELECT count(*) FROM message_search WHERE message_search MATCH ?", (words,)
+            ).fetchone()
+        finally:
+            conn.close()
+        return int(n)
+
+    with open_store(url) as store:
+        store.append("s", [nul], metadata={"user_id": "ann"})
+        assert [m.id for _, m in store.search_messages("zebra", user_id="ann")] == ["n"]
+        assert [m.id for _, m in store.search_messages("kayak", user_id="ann")] == ["n"]
+        assert store.delete_messages("s", ["n"]) == 1
+        assert store.search_messages("zebra kayak", user_id="ann") == []
+        store.append("s", [nul])
+    assert matches("zebra OR kayak") == 1
+    # a store indexed before (0008: the words after a NUL left out) is indexed again
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "DROP TRIGGER message_search_add; DROP TRIGGER message_search_drop; "
+        "INSERT INTO message_search (message_search) VALUES ('delete-all'); "
+        "DELETE FROM schema_migrations WHERE name = '0009_search_after_nul';"
+    )
+    for step in dict(MIGRATIONS)["0008_message_search"][1:]:
+        assert isinstance(step, str)
+        conn.execute(step)
+    conn.commit()
+    conn.close()
+    assert matches("zebra") == 0
+    assert matches("kayak") == 1
+    with open_store(url) as store:
+        assert [m.id for _, m in store.search_messages("zebra", user_id="ann")] == ["n"]
+        assert store.delete_messages("s", ["n"]) == 1
+    assert matches("zebra OR kayak") == 0
+
+
 def test_load_around_reads_the_neighbours_of_the_messages_found(store: BaseSessionStore) -> None:
     store.append("s", _filler(0, 20), metadata={"user_id": "ann"})
     assert store.delete_messages("s", ["s0-m5"]) == 1  # places are counted as stored now
