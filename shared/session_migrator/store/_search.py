@@ -14,6 +14,10 @@ same write:
   the user's (or workspace's) set, then reads the best sessions' messages;
 - ``memory://``: each stored message's words, kept beside it (:class:`MemorySearch`).
 
+A word of the question too common to find anything by (:data:`COMMON_MESSAGES` in SQLite and
+PostgreSQL, counted by the index up to that number; ``COMMON_SESSIONS`` in Redis) is left out
+when the question has rarer words: ranking every message that holds it is what a search costs.
+
 :meth:`NoSearch.search_messages` is the default of a store of one's own: it loads the scope's
 sessions. A search is by the question's words (stop words dropped); hits are ``(session id,
 message)`` pairs, best first; only sessions of the given user (or workspace) are searched.
