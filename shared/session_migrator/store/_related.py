@@ -17,9 +17,9 @@ active ones up to :data:`MAX_RECENT_MESSAGES` more messages; a store without a
 ``search_messages`` is read by recency only. A session found that is not among those most
 recently active is read around the messages found only (:data:`WINDOW` messages before and
 after each, by the store's ``load_around`` when it has one), not whole: at 1,000 sessions a
-question sharing a common word with many of them reads a few hundred messages, not 2,000. Bounded: at most :data:`MAX_RELATED_SESSIONS`
-(1,000) sessions are read, and at most :data:`MAX_RELATED_MESSAGES` messages in all (the newest
-of a session that would pass the cap).
+question sharing a common word with many of them reads a few hundred messages, not 2,000.
+Bounded: at most :data:`MAX_RELATED_SESSIONS` (1,000) sessions are read, and at most
+:data:`MAX_RELATED_MESSAGES` messages in all (the newest of a session that would pass the cap).
 """
 
 from __future__ import annotations
