@@ -216,7 +216,10 @@ class RedisStore(RedisSearch, RedisExpiry, RedisVectors, BaseSessionStore):
             args += [ek(record.id), record.body, record.full or "", record_words(record)]
         keys = (k.meta, k.order, k.bodies, k.times, k.offload, self._all_key)
         index = (self._workspace_key(workspace), user_key, k.words, k.wordcounts)
-        return int(self._run(self._append_script, (*keys, *index, schema_key(self.prefix)), args))
+        added = int(self._run(self._append_script, (*keys, *index, schema_key(self.prefix)), args))
+        if self.ttl_ms is not None:
+            self.sweep_index()  # (the index entries of sessions expired since, a step at a time)
+        return added
 
     def _load_bodies(self, session_id: str, after: str | None) -> tuple[list[str], int]:
         k = self._keys(session_id)
