@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -201,3 +202,32 @@ def test_the_other_backends_refuse_a_ttl_and_point_to_purge_older_than(
     with pytest.raises(StoreError, match=r"purge_older_than"):
         open_store(joined)
     assert not (tmp_path / "sessions.db").exists()
+
+
+def test_an_expired_sessions_entries_leave_the_search_index(
+    redis_url: str, raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prefix = _prefix(redis_url)
+    with open_store(f"{redis_url}&ttl=1") as store:
+        meta = {"user_id": "ann"}
+        store.append("old", [Message("user", "the lighthouse keeper rows", id="m1")], metadata=meta)
+        store.append("kept", [Message("user", "a lighthouse", id="k1")], metadata=meta)
+        digest = store._keys("old").digest  # type: ignore[attr-defined]
+        word_sets = list(raw.scan_iter(match=f"{prefix}w:*"))
+        assert len(word_sets) == 3  # lighthouse, keeper, rows
+        assert all(raw.sismember(k, digest) for k in word_sets)
+        time.sleep(0.7)
+        store.get_session("kept")  # (an access: "kept" lives on, "old" expires)
+        time.sleep(0.6)
+        assert store.get_session("old") is None
+        # every write sweeps a step of the index; a whole pass, and no entry of "old" is left
+        steps: list[bool] = []
+        sweep = store.sweep_index  # type: ignore[attr-defined]
+        monkeypatch.setattr(store, "sweep_index", lambda: steps.append(sweep()) or steps[-1])
+        store.append("kept", [Message("user", "another lighthouse", id="k2")])
+        assert len(steps) == 1  # (the write swept a step)
+        while not store.sweep_index():  # type: ignore[attr-defined]
+            pass
+        assert not any(raw.sismember(k, digest) for k in raw.scan_iter(match=f"{prefix}w:*"))
+        assert [s for s, _ in store.search_messages("lighthouse", user_id="ann")] == ["kept"] * 2
+        assert store.search_messages("keeper rows", user_id="ann") == []

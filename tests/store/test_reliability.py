@@ -387,6 +387,7 @@ def test_sqlite_schema_is_migrated_from_the_first_one(tmp_path: Path) -> None:
     assert names == [
         "0001_initial", "0002_session_user_id", "0003_offloaded_outputs", "0004_message_vectors",
         "0005_vectors_by_text", "0006_numeric_user_ids", "0007_leases", "0008_message_search",
+        "0009_search_after_nul",
     ]  # fmt: skip
 
 

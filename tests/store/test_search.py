@@ -18,7 +18,7 @@ from session_migrator.store import (
     open_store,
     related_sessions,
 )
-from session_migrator.store._related import MAX_RELATED_MESSAGES
+from session_migrator.store._related import MAX_RECENT_MESSAGES, MAX_RELATED_MESSAGES, WINDOW
 from tests.store.conftest import FakeClock, StoreFactory
 
 FACT = "The wifi password at the cabin is maple-otter-22."
@@ -214,3 +214,130 @@ def test_sqlite_indexes_the_messages_stored_before_the_index(tmp_path: Any) -> N
     conn.close()
     with open_store(f"sqlite:///{path}") as store:
         assert [m.id for _, m in store.search_messages("cabin", user_id="ann")] == ["m1"]
+
+
+def test_sqlite_indexes_the_words_after_a_nul(tmp_path: Any) -> None:
+    from session_migrator.store._sqlite_schema import MIGRATIONS
+
+    path = tmp_path / "nul.db"
+    url = f"sqlite:///{path}"
+    nul = Message("user", "a kayak \\u0000 then \x00 a zebra", id="n")
+
+    def matches(words: str) -> int:
+        conn = sqlite3.connect(path)
+        try:
+            (n,) = conn.execute(
+                "SELECT count(*) FROM message_search WHERE message_search MATCH ?", (words,)
+            ).fetchone()
+        finally:
+            conn.close()
+        return int(n)
+
+    with open_store(url) as store:
+        store.append("s", [nul], metadata={"user_id": "ann"})
+        assert [m.id for _, m in store.search_messages("zebra", user_id="ann")] == ["n"]
+        assert [m.id for _, m in store.search_messages("kayak", user_id="ann")] == ["n"]
+        assert store.delete_messages("s", ["n"]) == 1
+        assert store.search_messages("zebra kayak", user_id="ann") == []
+        store.append("s", [nul])
+    assert matches("zebra OR kayak") == 1
+    # a store indexed before (0008: the words after a NUL left out) is indexed again
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "DROP TRIGGER message_search_add; DROP TRIGGER message_search_drop; "
+        "INSERT INTO message_search (message_search) VALUES ('delete-all'); "
+        "DELETE FROM schema_migrations WHERE name = '0009_search_after_nul';"
+    )
+    for step in dict(MIGRATIONS)["0008_message_search"][1:]:
+        assert isinstance(step, str)
+        conn.execute(step)
+    conn.commit()
+    conn.close()
+    assert matches("zebra") == 0
+    assert matches("kayak") == 1
+    with open_store(url) as store:
+        assert [m.id for _, m in store.search_messages("zebra", user_id="ann")] == ["n"]
+        assert store.delete_messages("s", ["n"]) == 1
+    assert matches("zebra OR kayak") == 0
+
+
+def test_load_around_reads_the_neighbours_of_the_messages_found(store: BaseSessionStore) -> None:
+    store.append("s", _filler(0, 20), metadata={"user_id": "ann"})
+    assert store.delete_messages("s", ["s0-m5"]) == 1  # places are counted as stored now
+    got = store.load_around("s", ["s0-m3", "s0-m12", "unknown"], before=1, after=2)
+    assert [m.id for m in got] == [
+        "s0-m2", "s0-m3", "s0-m4", "s0-m6", "s0-m11", "s0-m12", "s0-m13", "s0-m14",
+    ]  # fmt: skip
+    assert got == [m for m in store.load("s") if m.id in {x.id for x in got}]
+    edges = store.load_around("s", ["s0-m0", "s0-m19"], before=3, after=3)
+    assert [m.id for m in edges] == ["s0-m0", "s0-m1", "s0-m2", "s0-m3", "s0-m16", "s0-m17",
+                                     "s0-m18", "s0-m19"]  # fmt: skip
+    assert [m.id for m in store.load_around("s", ["s0-m7"], before=0, after=0)] == ["s0-m7"]
+    assert store.load_around("s", []) == []
+    assert store.load_around("s", ["unknown"]) == []
+    assert store.load_around("nope", ["s0-m3"]) == []
+    with pytest.raises(ValueError, match="negative"):
+        store.load_around("s", ["s0-m3"], before=-1)
+    twin = asyncio.run(store.aload_around("s", ["s0-m3"], before=1, after=1))
+    assert [m.id for m in twin] == ["s0-m2", "s0-m3", "s0-m4"]
+
+
+def test_an_old_session_found_is_read_around_its_hits_only(store: BaseSessionStore) -> None:
+    meta = {"user_id": "ann"}
+    old = [*_filler(0, 40)]
+    old[20] = Message("user", FACT, id="fact")
+    old[21] = Message("assistant", "Noted: maple-otter-22 for the cabin.", id="reply")
+    store.append("day-000", old, metadata=meta)
+    for i in range(1, MAX_RECENT_MESSAGES // 100 + 2):  # the newer ones fill the recent read
+        store.append(f"day-{i:03d}", _filler(i, 100), metadata=meta)
+    store.append("today", [Message("user", "hi", id="q")], metadata=meta)
+    asked = "What is the wifi password at the cabin?"
+    for found in (
+        related_sessions(store, "today", "user", query=asked),
+        asyncio.run(arelated_sessions(store, "today", "user", query=asked)),
+    ):
+        first = found.sessions[0]
+        assert first.id == "day-000"
+        assert [m.id for m in first.messages] == [
+            m.id for m in old[20 - WINDOW : 22 + WINDOW]
+        ]  # (the reply is found too)
+        assert first.message_count == 40
+        newest = next(s for s in found.sessions if s.id != "day-000")
+        assert len(newest.messages) == 100  # the recently active are read whole
+        assert any("around the messages found" in n for n in found.notes)
+    fitter = SessionFitter("today", store=store, recall_scope="user", metadata=meta)
+    fitter.append([Message("user", asked, id="q2")])
+    window = ModelWindow("m", "m", 8192, 8192, 0, "o200k_base", "explicit")
+    sent = "\n".join(m.text for m in fitter.fit(window).messages)
+    assert FACT in sent
+    assert "Noted: maple-otter-22" in sent
+
+
+def test_a_found_session_among_the_recent_is_read_whole(store: BaseSessionStore) -> None:
+    meta = {"user_id": "ann"}
+    store.append("day-000", [*_filler(0, 30), Message("user", FACT, id="fact")], metadata=meta)
+    store.append("day-001", _filler(1, 30), metadata=meta)
+    store.append("today", [Message("user", "hi", id="q")], metadata=meta)
+    found = related_sessions(store, "today", "user", query="wifi password at the cabin?")
+    assert [(s.id, len(s.messages)) for s in found.sessions] == [("day-000", 31), ("day-001", 30)]
+
+
+def test_a_word_too_common_is_left_out_when_the_question_has_rarer_ones(
+    store: BaseSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from session_migrator.store import _redis_search, _search_sql
+
+    monkeypatch.setattr(_search_sql, "COMMON_MESSAGES", 3)
+    monkeypatch.setattr(_redis_search, "COMMON_SESSIONS", 3)
+    meta = {"user_id": "ann"}
+    for k in range(6):
+        store.append(
+            f"walk-{k}", [Message("user", f"the city walk {k}", id=f"c{k}")], metadata=meta
+        )
+    store.append("p", [Message("user", "my sister Priya lives in the city", id="p")], metadata=meta)
+    hits = store.search_messages("Which city did my sister Priya move to?", user_id="ann")
+    assert hits[0][1].id == "p"
+    if not store.url.startswith("memory"):  # (the index of the others counts a word's holders)
+        assert [m.id for _, m in hits] == ["p"]
+    # a question of common words only is searched by them all
+    assert len(store.search_messages("city walk", user_id="ann")) == 7

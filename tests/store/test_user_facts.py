@@ -5,6 +5,7 @@ the user."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from session_migrator.store import (
     user_facts,
 )
 from session_migrator.summaries._facts import extract_facts
+from tests.store.conftest import StoreFactory
 
 
 @pytest.fixture(params=["sqlite", "memory", "redis", "postgres"])
@@ -130,3 +132,40 @@ def test_the_rules_read_plain_statements_only() -> None:
     assert keys("I'm not sure I prefer tea") == []
     with pytest.raises(ValueError, match="non-empty"):
         set_user_fact(open_store("memory://"), "ann", "", "x")
+
+
+def test_concurrent_writers_of_a_users_facts_lose_nothing(
+    make_store: StoreFactory, store_url: str
+) -> None:
+    # two writers, each with its own store (its own connections, as two processes have;
+    # memory:// is one store in one process, shared)
+    first = make_store()
+    second = first if store_url.startswith("memory") else make_store()
+    per = 12
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def writer(store: BaseSessionStore, name: str) -> None:
+        try:
+            start.wait()
+            for k in range(per):
+                set_user_fact(store, "ann", f"{name}-{k}", f"{name} fact {k}")
+            for k in range(0, per, 3):
+                assert delete_user_fact(store, "ann", f"{name}-{k}")
+        except BaseException as exc:  # (reported by the test's thread)
+            failures.append(exc)
+
+    threads = [
+        threading.Thread(target=writer, args=(first, "left")),
+        threading.Thread(target=writer, args=(second, "right")),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert sorted(f.key for f in user_facts(first, "ann")) == sorted(
+        f"{name}-{k}" for name in ("left", "right") for k in range(per) if k % 3
+    )
+    assert not delete_user_fact(first, "bob", "x")
+    assert first.get_session("session-migrator:facts:bob") is None

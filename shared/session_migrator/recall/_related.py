@@ -67,6 +67,8 @@ EXCERPT_CHARS = 600
 MIN_SCORE_SHARE = 0.25
 #: How many of the best-ranked exchanges are tried for the room.
 _TRIED = 64
+#: After this many exchanges that did not fit, no more are tried (the room is all but full).
+_MISSES = 16
 #: Words that say when, not what: a question is not searched by them ("what hotel did we pick
 #: last week?" is not about weeks); the days it names are searched by their day tokens.
 _WHEN_WORDS = re.compile(
@@ -313,8 +315,9 @@ class RelatedExcerpts:
         taken: list[int] = []
         headed: set[tuple[str, str]] = set()  # (the message dates each session's day once)
         most, tried = (len(self.ranked), None) if self.asks else (MAX_EXCERPTS, _TRIED)
+        misses = 0
         for k in self.ranked[:tried]:
-            if len(taken) >= most or left <= 0:
+            if len(taken) >= most or left <= 0 or misses >= _MISSES:
                 break
             e = self.exchanges[k]
             group = _group(e)
@@ -323,6 +326,8 @@ class RelatedExcerpts:
                 taken.append(k)
                 headed.add(group)
                 left -= cost
+            else:
+                misses += 1
         while taken:
             message = self._message(taken)
             if counter.count_message(message) <= room:

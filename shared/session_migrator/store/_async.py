@@ -48,6 +48,16 @@ class AsyncMixin:
     ) -> list[Message]:
         return await asyncio.to_thread(self.load, session_id, after=after, full=full)
 
+    async def aload_around(
+        self, session_id: str, ids: Iterable[str], *, before: int = 4, after: int = 4
+    ) -> list[Message]:
+        wanted = list(ids)
+        store: Any = self
+        found: list[Message] = await asyncio.to_thread(
+            store.load_around, session_id, wanted, before=before, after=after
+        )
+        return found
+
     async def aload_since(
         self: SyncSessionStore, session_id: str, after: str | None
     ) -> tuple[list[Message], int]:

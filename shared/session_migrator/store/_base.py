@@ -43,7 +43,7 @@ from session_migrator.store._types import (
 )
 from session_migrator.store._vectors import NoVectors
 
-__all__ = ["BaseSessionStore", "check_id"]
+__all__ = ["BaseSessionStore", "check_id", "window_places"]
 
 
 class BaseSessionStore(NoSearch, NoVectors, AsyncMixin, BackendPrimitives):
@@ -172,6 +172,31 @@ class BaseSessionStore(NoSearch, NoVectors, AsyncMixin, BackendPrimitives):
                     for m in messages
                 ]
         return messages
+
+    def load_around(
+        self, session_id: str, ids: Iterable[str], *, before: int = 4, after: int = 4
+    ) -> list[Message]:
+        """The session's messages within ``before`` places before and ``after`` places after
+        each message of ``ids``, in store order, as :meth:`load` gives them (ids not in the
+        session are left out; ``[]`` for an unknown session): the neighbourhood of the
+        messages a search found, read without the rest of the session."""
+        if before < 0 or after < 0:
+            raise ValueError("before and after must not be negative")
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        bodies = self._bodies_around(session_id, wanted, before, after)
+        if bodies is not None:
+            return [_codec.message_from_json(b) for b in bodies]
+        messages = self._load_counted(session_id, None)[0]
+        return [messages[k] for k in window_places([m.id for m in messages], wanted, before, after)]
+
+    def _bodies_around(
+        self, session_id: str, ids: list[str], before: int, after: int
+    ) -> list[str] | None:
+        """The stored bodies :meth:`load_around` returns, read by the backend (``None``: the
+        backend reads the whole session, and the window is cut from it)."""
+        return None
 
     def load_since(self, session_id: str, after: str | None) -> tuple[list[Message], int]:
         """The messages after message ``after`` (every message, for ``None``) and how many
@@ -388,3 +413,14 @@ def _covers_any(summary: StoredSummary, order: Sequence[str], deleted: set[str])
 
 
 guard_class(BaseSessionStore)
+
+
+def window_places(order: Sequence[str], ids: Sequence[str], before: int, after: int) -> list[int]:
+    """The places of ``order`` within ``before`` / ``after`` places of each of ``ids`` found in
+    it, ascending."""
+    wanted = set(ids)
+    places: set[int] = set()
+    for k, mid in enumerate(order):
+        if mid in wanted:
+            places.update(range(max(k - before, 0), min(k + after + 1, len(order))))
+    return sorted(places)

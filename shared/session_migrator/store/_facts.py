@@ -8,15 +8,24 @@ the rest of the user's data.
 
 Each fact is kept with its source message's id and date; a later fact with the same key
 replaces the earlier one (see :mod:`session_migrator.summaries._facts`).
+
+Every change (set, delete, learn, keep) reads the facts, changes them and writes them back
+while it holds a lease on the facts' session (``acquire_lease``, one statement or script on
+the server in every backend): a writer in another thread or process waits for it, so no
+writer's change is lost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from session_migrator._errors import StoreError
 from session_migrator.messages._messages import Message
 from session_migrator.store._protocol import SyncSessionStore
 from session_migrator.summaries._facts import extract_facts
@@ -32,6 +41,10 @@ __all__ = [
 ]
 
 FACTS_WORKSPACE = "session-migrator:facts"
+#: The lease a writer of a user's facts holds; a crashed writer's ends after this many seconds.
+_LEASE, _HOLD_SECONDS = "user-facts", 30.0
+#: How long a writer waits for another writer's lease before it gives up.
+WAIT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,33 @@ def _raw(store: SyncSessionStore, user_id: str) -> dict[str, dict[str, Any]]:
     info = store.get_session(_session(user_id))
     facts = info.metadata.get("facts") if info is not None else None
     return dict(facts) if isinstance(facts, Mapping) else {}
+
+
+@contextmanager
+def _held(store: SyncSessionStore, user_id: str, *, create: bool = True) -> Iterator[bool]:
+    """Hold ``user_id``'s facts for one read, change and write (yields whether they exist:
+    with ``create``, the facts' session is made first, leaving another writer's as it is)."""
+    sid = _session(user_id)
+    if store.get_session(sid) is None:
+        if not create:
+            yield False
+            return
+        store.append(sid, [], workspace=FACTS_WORKSPACE, metadata={"user_id": user_id})
+    owner = uuid.uuid4().hex
+    deadline = time.monotonic() + WAIT_SECONDS
+    pause = 0.001
+    while not store.acquire_lease(sid, _LEASE, owner, _HOLD_SECONDS):
+        if time.monotonic() > deadline:
+            raise StoreError(
+                f"the facts of user {user_id!r} were held by another writer for more than "
+                f"{WAIT_SECONDS:g} s"
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    try:
+        yield True
+    finally:
+        store.release_lease(sid, _LEASE, owner)
 
 
 def _write(store: SyncSessionStore, user_id: str, facts: Mapping[str, dict[str, Any]]) -> None:
@@ -101,18 +141,20 @@ def set_user_fact(
     if not key.strip() or not text.strip():
         raise ValueError("a user fact needs a non-empty key and text")
     when = stated_at or datetime.now(UTC)
-    facts = _raw(store, user_id)
-    facts[key] = {"text": text, "source_id": source_id, "stated_at": when.isoformat()}
-    _write(store, user_id, facts)
+    with _held(store, user_id):
+        facts = _raw(store, user_id)
+        facts[key] = {"text": text, "source_id": source_id, "stated_at": when.isoformat()}
+        _write(store, user_id, facts)
     return UserFact(key, text, source_id, when)
 
 
 def delete_user_fact(store: SyncSessionStore, user_id: str, key: str) -> bool:
     """Forget ``user_id``'s fact ``key``; ``False`` when there was none."""
-    facts = _raw(store, user_id)
-    if facts.pop(key, None) is None:
-        return False
-    _write(store, user_id, facts)
+    with _held(store, user_id, create=False) as held:
+        facts = _raw(store, user_id) if held else {}
+        if facts.pop(key, None) is None:
+            return False
+        _write(store, user_id, facts)
     return True
 
 
@@ -121,19 +163,26 @@ def learn_user_facts(
 ) -> list[UserFact]:
     """Read the facts the user's ``messages`` state (by rules, offline) and keep them; a later
     statement replaces an earlier one about the same thing. Returns the facts learnt."""
-    facts = _raw(store, user_id)
     learnt: list[UserFact] = []
     for m in messages:
         if m.role != "user" or m.marker is not None:
             continue
         for fact in extract_facts(m.text):
-            when = m.timestamp or datetime.now(UTC)
-            facts.pop(fact.key, None)
-            facts[fact.key] = {"text": fact.text, "source_id": m.id, "stated_at": when.isoformat()}
-            learnt.append(UserFact(fact.key, fact.text, m.id, when))
-    if learnt:
+            learnt.append(UserFact(fact.key, fact.text, m.id, m.timestamp or datetime.now(UTC)))
+    if not learnt:
+        return learnt
+    with _held(store, user_id):
+        facts = _raw(store, user_id)
+        for f in learnt:
+            facts.pop(f.key, None)
+            facts[f.key] = {"text": f.text, "source_id": f.source_id, "stated_at": _iso(f)}
         _write(store, user_id, facts)
     return learnt
+
+
+def _iso(fact: UserFact) -> str:
+    assert fact.stated_at is not None
+    return fact.stated_at.isoformat()
 
 
 def keep_user_facts(
@@ -147,10 +196,21 @@ def keep_user_facts(
     unless that one was stated later (a slow extraction never undoes a newer statement). The
     facts kept earlier from the messages ``superseding`` names (the rules' facts of the messages
     the model read) and not stated again are dropped. Returns the facts kept."""
-    stored = _raw(store, user_id)
     fresh = list(facts)
-    again = {f.key for f in fresh}
     dropped = {str(s) for s in superseding}
+    if not fresh and not dropped:
+        return []
+    with _held(store, user_id, create=bool(fresh)) as held:
+        if not held:
+            return []
+        return _keep(store, user_id, fresh, dropped)
+
+
+def _keep(
+    store: SyncSessionStore, user_id: str, fresh: list[UserFact], dropped: set[str]
+) -> list[UserFact]:
+    stored = _raw(store, user_id)
+    again = {f.key for f in fresh}
     changed = False
     for key, row in list(stored.items()):
         if row.get("source_id") in dropped and key not in again:

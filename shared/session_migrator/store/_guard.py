@@ -43,6 +43,7 @@ GUARDED: dict[str, tuple[IdArg, ...]] = {
     "append": (IdArg("session_id", 0), IdArg("workspace", 99)),
     "load": _SESSION,
     "load_since": _SESSION,
+    "load_around": _SESSION,
     "get_session": _SESSION,
     "set_metadata": _SESSION,
     "list_sessions": (IdArg("workspace", 0, none_ok=True),),

@@ -16,6 +16,7 @@ itself, so no id can reach another session's keys. Ids inside values are stored 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -25,7 +26,7 @@ from session_migrator._errors import MissingDependencyError, SessionNotFoundErro
 from session_migrator.store import _codec
 from session_migrator.store import _redis_scripts as lua
 from session_migrator.store._backend import Clock, Record, display_url
-from session_migrator.store._base import BaseSessionStore
+from session_migrator.store._base import BaseSessionStore, window_places
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._codec import key_digest
@@ -96,6 +97,24 @@ class _Keys:
 
 def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+#: KEYS index-set; ARGV key-prefix: the fields of every session of the set, and the digests
+#: of those whose keys expired, as one JSON text.
+_LIST = """
+local out, gone = {}, {}
+for _, d in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local base = ARGV[1] .. 's:' .. d .. ':'
+  local m = redis.call('HMGET', base .. 'meta', 'id', 'workspace', 'created_at', 'updated_at',
+    'metadata')
+  if m[1] then
+    out[#out + 1] = {m[1], m[2], m[3], m[4], m[5] or '', redis.call('ZCARD', base .. 'order')}
+  else
+    gone[#gone + 1] = d
+  end
+end
+return cjson.encode({out, gone})
+"""
 
 
 class RedisStore(RedisSearch, RedisExpiry, RedisVectors, BaseSessionStore):
@@ -197,7 +216,10 @@ class RedisStore(RedisSearch, RedisExpiry, RedisVectors, BaseSessionStore):
             args += [ek(record.id), record.body, record.full or "", record_words(record)]
         keys = (k.meta, k.order, k.bodies, k.times, k.offload, self._all_key)
         index = (self._workspace_key(workspace), user_key, k.words, k.wordcounts)
-        return int(self._run(self._append_script, (*keys, *index, schema_key(self.prefix)), args))
+        added = int(self._run(self._append_script, (*keys, *index, schema_key(self.prefix)), args))
+        if self.ttl_ms is not None:
+            self.sweep_index()  # (the index entries of sessions expired since, a step at a time)
+        return added
 
     def _load_bodies(self, session_id: str, after: str | None) -> tuple[list[str], int]:
         k = self._keys(session_id)
@@ -210,6 +232,25 @@ class RedisStore(RedisSearch, RedisExpiry, RedisVectors, BaseSessionStore):
             assert after is not None
             raise MessageNotFoundError(session_id, after)
         return [_text(b) for b in reply[2:] if b is not None], int(reply[1])
+
+    def _bodies_around(
+        self, session_id: str, ids: list[str], before: int, after: int
+    ) -> list[str] | None:
+        k = self._keys(session_id)
+        pipe = self._client.pipeline(transaction=False)
+        for mid in ids:
+            pipe.zrank(k.order, ek(mid))
+        places = [int(p) for p in pipe.execute() if p is not None]
+        if not places:
+            return []
+        members = self._client.zrange(k.order, max(min(places) - before, 0), max(places) + after)
+        order = [_text(m) for m in members]
+        first = max(min(places) - before, 0)
+        wanted = [order[p - first] for p in places if 0 <= p - first < len(order)]
+        chosen = [order[p] for p in window_places(order, wanted, before, after)]
+        if not chosen:
+            return []
+        return [_text(b) for b in self._client.hmget(k.bodies, chosen) if b is not None]
 
     def _message_ids(self, session_id: str) -> list[str]:
         return [dk(_text(m)) for m in self._client.zrange(self._keys(session_id).order, 0, -1)]
@@ -400,7 +441,25 @@ class RedisStore(RedisSearch, RedisExpiry, RedisVectors, BaseSessionStore):
 
     def list_sessions(self, workspace: str | None = "default") -> list[SessionInfo]:
         index = self._all_key if workspace is None else self._workspace_key(workspace)
-        return sort_sessions(self._infos(self._members(index)))
+        script = self.__dict__.get("_list_script")
+        if script is None:
+            script = self.__dict__["_list_script"] = self._client.register_script(_LIST)
+        # one script reads every session's fields, one JSON reply (not a reply per field)
+        listed, gone = json.loads(script(keys=[index], args=[self.prefix]))
+        self._forget_expired(index, list(gone or ()))  # (its keys expired: its entry goes too)
+        return sort_sessions(
+            [
+                SessionInfo(
+                    id=dk(sid),
+                    workspace=dk(workspace_id),
+                    message_count=int(count),
+                    created_at=from_epoch(float(created)),
+                    updated_at=from_epoch(float(updated)),
+                    metadata=_codec.loads(metadata or "{}"),
+                )
+                for sid, workspace_id, created, updated, metadata, count in (listed or ())
+            ]
+        )
 
     def get_summary(self, session_id: str) -> StoredSummary | None:
         found = self._client.hgetall(self._keys(session_id).summary)

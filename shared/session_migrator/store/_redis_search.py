@@ -32,10 +32,21 @@ from session_migrator.store._search import (
     words_of,
 )
 
-__all__ = ["SEARCHED_SESSIONS", "RedisSearch", "index_stored", "record_words", "word_key"]
+__all__ = [
+    "COMMON_SESSIONS",
+    "SEARCHED_SESSIONS",
+    "RedisSearch",
+    "index_stored",
+    "record_words",
+    "word_key",
+]
 
 #: The most sessions whose messages' words a search reads (the best by their words).
 SEARCHED_SESSIONS = 64
+#: A word of the question held by more of the scope's sessions than this is too common to find
+#: sessions by: it is left out when the question has rarer words (as
+#: :data:`~._search.COMMON_MESSAGES` in SQLite and PostgreSQL).
+COMMON_SESSIONS = 200
 
 
 def word_key(word: str) -> str:
@@ -86,6 +97,11 @@ class RedisSearch:
             pipe.sinter(self._word_prefix + term, scope)
         pipe.scard(scope)
         *found, total = pipe.execute()
+        # a word most sessions hold finds nothing: left out when the question has rarer ones
+        rare = [len(held) <= COMMON_SESSIONS for held in found]
+        if any(rare) and not all(rare):
+            kept = [(t, held) for t, held, r in zip(terms, found, rare, strict=True) if r]
+            terms, found = [t for t, _ in kept], [held for _, held in kept]
         idf = {t: math.log(1 + int(total) / len(s)) for t, s in zip(terms, found, strict=True) if s}
         held: dict[str, float] = {}
         for term, digests in zip(terms, found, strict=True):

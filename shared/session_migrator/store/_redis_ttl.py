@@ -10,7 +10,10 @@ not an access (a periodic listing does not keep every session alive).
 A session that expired vanishes whole: its keys go, and the shared index sets (every session,
 a workspace's, a user's), whose members cannot expire one by one, drop its entry the next time
 they are read (``list_sessions``, ``erase_user``, recall across sessions, ``user_messages``),
-so it is never listed. A lease key keeps its own, shorter expiry.
+so it is never listed. A lease key keeps its own, shorter expiry. Its entries in the search
+index's word sets (``P w:<word>``) go the same way when a search meets them, and every write of
+a store with a TTL sweeps a step of them (:meth:`RedisExpiry.sweep_index`: the next
+:data:`SWEEP_COUNT` slots of the key space), so that they go even for words no search asks.
 
 Every process on a store should open it with the same ``ttl``: a process without one neither
 sets nor refreshes expiries. The other backends have no per-key expiry and refuse ``ttl``:
@@ -40,6 +43,24 @@ FORGET = """
 if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SREM', KEYS[1], ARGV[1]) end
 return 0
 """
+
+#: KEYS word sets; ARGV session-key-prefix. Drops from each set the sessions whose keys expired.
+SWEEP = """
+local n = 0
+for _, key in ipairs(KEYS) do
+  for _, d in ipairs(redis.call('SMEMBERS', key)) do
+    if redis.call('EXISTS', ARGV[1] .. d .. ':meta') == 0 then
+      redis.call('SREM', key, d)
+      n = n + 1
+    end
+  end
+end
+return n
+"""
+
+#: How many slots of the key space one step of the sweep of the search index looks at (see
+#: :meth:`RedisExpiry.sweep_index`).
+SWEEP_COUNT = 1_000
 
 #: The store methods that access one session, and so refresh its expiry once they are done.
 TOUCHED = (
@@ -133,6 +154,22 @@ class RedisExpiry:
             script = self.__dict__["_touch_script"] = self._client.register_script(TOUCH)
         script(keys=list(self._keys(session_id).data), args=[self.ttl_ms])
 
+    def sweep_index(self, count: int = SWEEP_COUNT) -> bool:
+        """One step of the sweep of the search index: the word sets among the next ``count``
+        slots of the key space drop the sessions whose keys expired. ``True`` when the step
+        ended a pass over the whole key space."""
+        state = self.__dict__
+        script = state.get("_sweep_script")
+        if script is None:
+            script = state["_sweep_script"] = self._client.register_script(SWEEP)
+        cursor, keys = self._client.scan(
+            state.get("_sweep_cursor", 0), match=_glob(f"{self.prefix}w:") + "*", count=count
+        )
+        state["_sweep_cursor"] = int(cursor)
+        if keys:
+            script(keys=list(keys), args=[f"{self.prefix}s:"])
+        return int(cursor) == 0
+
     def _forget_expired(self, index_key: str, digests: list[str]) -> None:
         """Drop from ``index_key`` the entries of ``digests`` whose session is gone."""
         script = self.__dict__.get("_forget_script")
@@ -140,3 +177,8 @@ class RedisExpiry:
             script = self.__dict__["_forget_script"] = self._client.register_script(FORGET)
         for digest in digests:
             script(keys=[index_key, f"{self.prefix}s:{digest}:meta"], args=[digest])
+
+
+def _glob(text: str) -> str:
+    """``text`` matched as it is by a ``SCAN ... MATCH`` pattern."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)

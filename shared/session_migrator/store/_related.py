@@ -14,9 +14,12 @@ The session itself is never included. With a ``query`` (the question), the store
 index (``search_messages``, see :mod:`._search`) picks the sessions holding its words among ALL
 of the scope's sessions, read first (at most :data:`MAX_FOUND_SESSIONS`), then the most recently
 active ones up to :data:`MAX_RECENT_MESSAGES` more messages; a store without a
-``search_messages`` is read by recency only. Bounded: at most :data:`MAX_RELATED_SESSIONS`
-(1,000) sessions are read, and at most :data:`MAX_RELATED_MESSAGES` messages in all (the newest
-of a session that would pass the cap).
+``search_messages`` is read by recency only. A session found that is not among those most
+recently active is read around the messages found only (:data:`WINDOW` messages before and
+after each, by the store's ``load_around`` when it has one), not whole: at 1,000 sessions a
+question sharing a common word with many of them reads a few hundred messages, not 2,000.
+Bounded: at most :data:`MAX_RELATED_SESSIONS` (1,000) sessions are read, and at most
+:data:`MAX_RELATED_MESSAGES` messages in all (the newest of a session that would pass the cap).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from session_migrator.recall._related import (
     RelatedSessions,
     check_scope,
 )
+from session_migrator.store._base import window_places
 from session_migrator.store._protocol import SessionStore, SyncSessionStore
 from session_migrator.store._types import SessionInfo, sort_sessions
 
@@ -39,6 +43,7 @@ __all__ = [
     "MAX_RECENT_MESSAGES",
     "MAX_RELATED_MESSAGES",
     "MAX_RELATED_SESSIONS",
+    "WINDOW",
     "arelated_sessions",
     "related_sessions",
 ]
@@ -51,6 +56,9 @@ MAX_RELATED_MESSAGES = 5_000
 MAX_FOUND_SESSIONS = 20
 #: ... and then the most recently active sessions, up to this many messages more.
 MAX_RECENT_MESSAGES = 1_000
+#: A session the search found that is not among the most recently active is read around the
+#: messages found: this many messages before and after each (their exchanges and neighbours).
+WINDOW = 4
 #: How many hits a search asks the store for (their sessions, best first, are read).
 _HITS = 200
 
@@ -91,8 +99,12 @@ def related_sessions(
         search = getattr(store, "search_messages", None) if asked else None
         if search is not None:
             plan.found(search(asked, **plan.search_scope(), limit=_HITS))
-        for info in plan.choose(store.list_sessions(plan.listed)):
-            if not plan.add(info, plan.reused(info, previous) or store.load(info.id)):
+        for info, around in plan.choose(store.list_sessions(plan.listed)):
+            if around is not None:
+                messages = _load_around(store, info.id, around)
+            else:
+                messages = plan.reused(info, previous) or store.load(info.id)
+            if not plan.add(info, messages):
                 break
     return plan.result()
 
@@ -118,8 +130,16 @@ async def arelated_sessions(
         search = getattr(store, "asearch_messages", None) if asked else None
         if search is not None:
             plan.found(await search(asked, **plan.search_scope(), limit=_HITS))
-        for info in plan.choose(await store.alist_sessions(plan.listed)):
-            if not plan.add(info, plan.reused(info, previous) or await store.aload(info.id)):
+        for info, around in plan.choose(await store.alist_sessions(plan.listed)):
+            if around is not None:
+                aload_around = getattr(store, "aload_around", None)
+                if aload_around is not None:
+                    messages = await aload_around(info.id, around, before=WINDOW, after=WINDOW)
+                else:
+                    messages = _window(await store.aload(info.id), around)
+            else:
+                messages = plan.reused(info, previous) or await store.aload(info.id)
+            if not plan.add(info, messages):
                 break
     return plan.result()
 
@@ -147,6 +167,7 @@ class _Plan:
         self.workspace = info.workspace if info is not None else ""
         self.searched = False
         self.hit_sessions: list[str] | None = None  # (None: no search index asked)
+        self.hit_ids: dict[str, list[str]] = {}  # the messages found, by session
         if info is None:
             self.notes.append(
                 f"recall scope {scope}: session {session_id!r} is not in the store; recalled "
@@ -175,15 +196,21 @@ class _Plan:
     def found(self, hits: list[tuple[str, Message]]) -> None:
         """The sessions of the search's hits, best first (this session left out)."""
         order: dict[str, None] = {}
-        for sid, _ in hits:
+        for sid, message in hits:
             if sid != self.session_id:
                 order.setdefault(sid, None)
+                self.hit_ids.setdefault(sid, []).append(message.id)
         self.hit_sessions = list(order)[:MAX_FOUND_SESSIONS]
 
-    def choose(self, infos: list[SessionInfo]) -> list[SessionInfo]:
+    def choose(self, infos: list[SessionInfo]) -> list[tuple[SessionInfo, list[str] | None]]:
         """The sessions to read among those listed: the scope's (never another user's: the
         search's sessions are taken only when listed as the scope's), those the search found
-        first, then the most recently active."""
+        first, then the most recently active; each with the ids of the messages to read around
+        (:data:`WINDOW`), or ``None`` to read it whole.
+
+        A session the search found is read whole when it is among the most recently active
+        (those read anyway, up to :data:`MAX_RECENT_MESSAGES`), else around the messages found
+        only."""
         if self.scope == "user":
             mine = [i for i in infos if _user(i.metadata) == self.user_id]
         else:
@@ -196,27 +223,31 @@ class _Plan:
                     f"recall scope {self.scope}: searched the {len(chosen)} most recently "
                     f"active of {len(mine)} other sessions"
                 )
-            return chosen
+            return [(i, None) for i in chosen]
         by_id = {i.id: i for i in mine}
         hits = [by_id[sid] for sid in self.hit_sessions if sid in by_id]
         taken = {i.id for i in hits}
         recent: list[SessionInfo] = []
+        whole: set[str] = set()  # the sessions found that are among the recently active
         room = MAX_RECENT_MESSAGES
         for info in mine:
             if room <= 0:
                 break
+            whole.add(info.id)
             if info.id not in taken:
                 recent.append(info)
                 room -= info.message_count
         self.left = min(self.left, sum(i.message_count for i in hits) + MAX_RECENT_MESSAGES)
         chosen = (hits + recent)[: self.max_sessions]
         if len(mine) > len(chosen):
+            parts = sum(1 for i in hits if i.id not in whole)
+            around = f" ({parts} of them around the messages found)" if parts else ""
             self.notes.append(
                 f"recall scope {self.scope}: the search index searched all {len(mine)} other "
-                f"sessions; read the {len(hits)} holding the question's words and the "
+                f"sessions; read the {len(hits)} holding the question's words{around} and the "
                 f"{len(chosen) - len(hits)} most recently active"
             )
-        return chosen
+        return [(i, None if i.id in whole else self.hit_ids[i.id]) for i in chosen]
 
     @staticmethod
     def reused(info: SessionInfo, previous: RelatedSessions | None) -> list[Message] | None:
@@ -258,6 +289,20 @@ class _Plan:
 
     def result(self) -> RelatedSessions:
         return RelatedSessions(self.scope, tuple(self.sessions), tuple(self.notes))
+
+
+def _load_around(store: SyncSessionStore, session_id: str, ids: list[str]) -> list[Message]:
+    """The messages of ``session_id`` around ``ids`` (:data:`WINDOW`), by the store's
+    ``load_around`` when it has one."""
+    load_around = getattr(store, "load_around", None)
+    if load_around is not None:
+        found: list[Message] = load_around(session_id, ids, before=WINDOW, after=WINDOW)
+        return found
+    return _window(store.load(session_id), ids)
+
+
+def _window(messages: list[Message], ids: list[str]) -> list[Message]:
+    return [messages[k] for k in window_places([m.id for m in messages], ids, WINDOW, WINDOW)]
 
 
 def _question(query: str | Sequence[Message] | None) -> str | None:

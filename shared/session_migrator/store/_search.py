@@ -14,6 +14,10 @@ same write:
   the user's (or workspace's) set, then reads the best sessions' messages;
 - ``memory://``: each stored message's words, kept beside it (:class:`MemorySearch`).
 
+A word of the question too common to find anything by (:data:`COMMON_MESSAGES` in SQLite and
+PostgreSQL, counted by the index up to that number; ``COMMON_SESSIONS`` in Redis) is left out
+when the question has rarer words: ranking every message that holds it is what a search costs.
+
 :meth:`NoSearch.search_messages` is the default of a store of one's own: it loads the scope's
 sessions. A search is by the question's words (stop words dropped); hits are ``(session id,
 message)`` pairs, best first; only sessions of the given user (or workspace) are searched.
@@ -32,6 +36,7 @@ from session_migrator.messages._messages import Message
 from session_migrator.store import _codec
 
 __all__ = [
+    "COMMON_MESSAGES",
     "SEARCH_LIMIT",
     "MemorySearch",
     "NoSearch",
@@ -45,6 +50,10 @@ __all__ = [
 
 #: How many hits a search returns unless told.
 SEARCH_LIMIT = 100
+#: A word of the question held by more stored messages than this is too common to find messages
+#: by: it is left out of a backend's search when the question has rarer words (ranking every
+#: message holding a common word is what a search costs).
+COMMON_MESSAGES = 2_000
 
 SearchHit = tuple[str, Message]
 _T = TypeVar("_T")
@@ -136,7 +145,15 @@ class NoSearch:
         terms = search_words(query)
         if not terms or not limit:
             return []
+        common = self._common(terms)
+        if common and len(common) < len(terms):
+            terms = [t for t in terms if t not in common]
         return self._search(terms, user_id, workspace, limit)
+
+    def _common(self, terms: list[str]) -> set[str]:
+        """The terms held by more than :data:`COMMON_MESSAGES` stored messages (a backend
+        whose index counts them cheaply says; by default none)."""
+        return set()
 
     def _search(
         self, terms: list[str], user_id: str | None, workspace: str | None, limit: int

@@ -14,15 +14,27 @@ from session_migrator.store import _codec
 from session_migrator.store._codec import decode_key as dk
 from session_migrator.store._codec import encode_key as ek
 from session_migrator.store._codec import index_key as ik
-from session_migrator.store._search import SearchHit
+from session_migrator.store._search import COMMON_MESSAGES, SearchHit
 
-__all__ = ["PostgresSearch", "SQLiteSearch"]
+__all__ = ["PostgresSearch", "SQLiteSearch", "around_sql"]
 
 
 class SQLiteSearch:
     """SQLite's search: the FTS5 table ``message_search``, ranked by bm25."""
 
     _read: Callable[..., list[Any]]
+
+    def _common(self, terms: list[str]) -> set[str]:
+        common = set()
+        for term in terms:
+            rows = self._read(
+                "SELECT count(*) FROM (SELECT 1 FROM message_search WHERE message_search MATCH ? "
+                "LIMIT ?)",
+                (f'"{term}"', COMMON_MESSAGES + 1),
+            )
+            if rows[0][0] > COMMON_MESSAGES:
+                common.add(term)
+        return common
 
     def _search(
         self, terms: list[str], user_id: str | None, workspace: str | None, limit: int
@@ -39,11 +51,33 @@ class SQLiteSearch:
         )
         return [(dk(sid), _codec.message_from_json(body)) for sid, body in rows]
 
+    def _bodies_around(
+        self, session_id: str, ids: list[str], before: int, after: int
+    ) -> list[str] | None:
+        sid = ek(session_id)
+        rows = self._read(
+            around_sql("?", "messages", len(ids)),
+            (sid, *(ek(i) for i in ids), sid, before, after),
+        )
+        return [r[0] for r in rows]
+
 
 class PostgresSearch:
     """PostgreSQL's search: the ``search`` tsvector of ``sm_messages`` (GIN), by ts_rank."""
 
     _read: Callable[..., list[Any]]
+
+    def _common(self, terms: list[str]) -> set[str]:
+        common = set()
+        for term in terms:
+            rows = self._read(
+                "SELECT count(*) FROM (SELECT 1 FROM sm_messages "
+                "WHERE search @@ plainto_tsquery('english', %s) LIMIT %s) AS found",
+                (term, COMMON_MESSAGES + 1),
+            )
+            if rows[0][0] > COMMON_MESSAGES:
+                common.add(term)
+        return common
 
     def _search(
         self, terms: list[str], user_id: str | None, workspace: str | None, limit: int
@@ -71,6 +105,16 @@ class PostgresSearch:
             for sid, name, body in rows
         ]
 
+    def _bodies_around(
+        self, session_id: str, ids: list[str], before: int, after: int
+    ) -> list[str] | None:
+        sid = ik(session_id)
+        rows = self._read(
+            around_sql("%s", "sm_messages", len(ids)),
+            (sid, *(ik(i) for i in ids), sid, before, after),
+        )
+        return [r[0] for r in rows]
+
 
 def _scope(user_id: str | None, workspace: str | None) -> tuple[str, str]:
     """The sessions column a search matches, and its value."""
@@ -78,3 +122,16 @@ def _scope(user_id: str | None, workspace: str | None) -> tuple[str, str]:
         return "s.user_id", user_id
     assert workspace is not None
     return "s.workspace", workspace
+
+
+def around_sql(ph: str, table: str, count: int) -> str:
+    """The query of a session's bodies around ``count`` message ids (``ph``: the driver's
+    placeholder; parameters: session id, the ids, before, after)."""
+    marks = ", ".join([ph] * count)
+    return (
+        f"WITH pos AS (SELECT seq, id, row_number() OVER (ORDER BY seq) AS n FROM {table} "
+        f"WHERE session_id = {ph}), hit AS (SELECT n FROM pos WHERE id IN ({marks})) "
+        f"SELECT m.body FROM pos JOIN {table} m ON m.session_id = ({ph}) AND m.seq = pos.seq "
+        f"WHERE EXISTS (SELECT 1 FROM hit WHERE pos.n BETWEEN hit.n - {ph} AND hit.n + {ph}) "
+        "ORDER BY pos.seq"
+    )

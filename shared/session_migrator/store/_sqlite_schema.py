@@ -181,6 +181,40 @@ _0008_MESSAGE_SEARCH: tuple[Step, ...] = (
 )
 
 
+_BS = "\\"  # (one backslash)
+
+
+def _text_after_nul(body: str) -> str:
+    """:func:`_text_of` with the words after a NUL too: the body's NUL escapes (``\\u0000``,
+    not an escaped backslash followed by ``u0000``) become spaces before the JSON is read. An
+    escaped backslash is set aside first as a control character, which a JSON text never holds
+    raw, and put back after."""
+    safe = (
+        f"replace(replace(replace({body}, '{_BS * 2}', char(1)), '{_BS}u0000', ' '), char(1), "
+        f"'{_BS * 2}')"
+    )
+    return _text_of(safe)
+
+
+_0009_SEARCH_AFTER_NUL: tuple[Step, ...] = (
+    # the index again, with the words after a NUL (what 0008's triggers left out): the old
+    # triggers go, the index is emptied, the new triggers index and remove the whole text
+    "DROP TRIGGER IF EXISTS message_search_add",
+    "DROP TRIGGER IF EXISTS message_search_drop",
+    "INSERT INTO message_search (message_search) VALUES ('delete-all')",
+    f"""CREATE TRIGGER message_search_add AFTER INSERT ON messages BEGIN
+        INSERT INTO message_search (rowid, text)
+        VALUES (new.rowid, {_text_after_nul("new.body")});
+    END""",
+    f"""CREATE TRIGGER message_search_drop AFTER DELETE ON messages BEGIN
+        INSERT INTO message_search (message_search, rowid, text)
+        VALUES ('delete', old.rowid, {_text_after_nul("old.body")});
+    END""",
+    f"INSERT INTO message_search (rowid, text) SELECT rowid, {_text_after_nul('body')} "
+    "FROM messages",
+)
+
+
 #: Every migration, oldest first: (name, steps). Append only.
 MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0001_initial", _0001_INITIAL),
@@ -192,6 +226,7 @@ MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("0006_numeric_user_ids", (_backfill_user_ids,)),
     ("0007_leases", _0007_LEASES),
     ("0008_message_search", _0008_MESSAGE_SEARCH),
+    ("0009_search_after_nul", _0009_SEARCH_AFTER_NUL),
 )
 
 _LEDGER = (
