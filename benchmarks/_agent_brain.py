@@ -88,6 +88,10 @@ class Tally:
     calls_per_turn: list[int] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: requests sent without the ``read_context`` tool, and those of them that name it anyway
+    #: (a marker saying ``read_context(id=...)``: a tool the model was not given)
+    without_reader: int = 0
+    naming_missing_reader: int = 0
 
     def request(self, tokens: int) -> None:
         self.sent.append(tokens)

@@ -56,6 +56,7 @@ class AgentChatModel(BaseChatModel):
     ) -> ChatResult:
         core = messages_to_core(messages)
         self.tally.request(COUNTER.count_messages(core))
+        self._check_reader(core, kwargs.get("tools") or [])
         if self.compresses and _compresses_now(core, kwargs.get("tools") or []):
             call = {"tool": "lookup", "summary": "earlier questions' figures: all settled"}
             return ChatResult(
@@ -86,6 +87,17 @@ class AgentChatModel(BaseChatModel):
         else:
             message = AIMessage(decision.answer)
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    #: the agent is given a ``read_context`` tool (``create_agent`` with the middleware's)
+    reads_back: bool = False
+
+    def _check_reader(self, core: list[Any], tools: list[Any]) -> None:
+        names = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
+        if not self.reads_back or "read_context" in names:
+            return
+        self.tally.without_reader += 1
+        if any("read_context(" in m.text for m in core):
+            self.tally.naming_missing_reader += 1
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, Any]:
         kwargs.pop("tool_choice", None)
@@ -152,7 +164,7 @@ def create_agent_run(
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
 
-    model = AgentChatModel(model_name=name, compresses=compresses)
+    model = AgentChatModel(model_name=name, compresses=compresses, reads_back=guarded)
     agent = create_agent(
         model,
         [lookup_blocks if blocks else lookup],

@@ -48,6 +48,7 @@ from langchain_session_migrator._state_placeholders import (
 )
 from langchain_session_migrator._summarizer import as_summarizer
 from session_migrator import (
+    BudgetError,
     Compressor,
     MigrationReport,
     ModelWindow,
@@ -140,7 +141,8 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
             embeddings=embeddings,
         )
         self.count_tools = count_tools
-        self.tools = [state_read_context_tool()] if context_tools else []
+        self._reader = state_read_context_tool() if context_tools else None
+        self.tools = [self._reader] if self._reader is not None else []
         if placeholder_tools:
             self.tools += _placeholder_tools()
         self._registry: dict[str, ModelWindow] = {
@@ -209,7 +211,30 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
         return narrowed(window_for(model, registry=self._registry))
 
     def fit_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        """``request`` itself when it fits ``request.model``, else a copy with fitted messages."""
+        """``request`` itself when it fits ``request.model``, else a copy with fitted messages.
+
+        Where the request does not fit with this middleware's ``read_context`` tool (its schema
+        takes room a small window's turn needs), it is fitted without the tool; that fit is
+        sent, the tool left out, when nothing in it names ``read_context`` (its markers left
+        the ids out at their smallest): the model has nothing to read back. Else the first
+        refusal stands."""
+        try:
+            return self._fit_with(request, request.tools)
+        except BudgetError:
+            reader = next((t for t in request.tools if t is self._reader), None)
+            if reader is None:
+                raise
+            rest = [t for t in request.tools if t is not reader]
+            try:
+                fitted = self._fit_with(request, rest)
+            except BudgetError:
+                pass
+            else:
+                if not _names_reader(fitted):
+                    return fitted.override(tools=rest)
+            raise
+
+    def _fit_with(self, request: ModelRequest[Any], tools: Sequence[Any]) -> ModelRequest[Any]:
         window = self.window(request.model)
         payloads: list[Any] = []
         if self.count_tools:
@@ -219,8 +244,7 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
             if isinstance(request.response_format, ProviderStrategy):
                 strict = True
             payloads = [
-                tool_payload(t, strict=strict if isinstance(strict, bool) else None)
-                for t in request.tools
+                tool_payload(t, strict=strict if isinstance(strict, bool) else None) for t in tools
             ]
             payloads += binding_payloads(request.model_settings)
             payloads += response_format_payloads(request.response_format, window)
@@ -241,6 +265,14 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
             return request.override(messages=cast(list[AnyMessage], placed))
         system, messages = fitted
         return request.override(messages=cast(list[AnyMessage], messages), system_message=system)
+
+
+def _names_reader(request: ModelRequest[Any]) -> bool:
+    """Whether a message of ``request`` (or its system message) names ``read_context``."""
+    texts = [m.content for m in request.messages]
+    if request.system_message is not None:
+        texts.append(request.system_message.content)
+    return any(f"{READ_CONTEXT_NAME}(" in str(text) for text in texts)
 
 
 def state_read_context_tool() -> BaseTool:

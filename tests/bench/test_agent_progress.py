@@ -94,6 +94,17 @@ def test_larger_windows_finish_too(setup: str, window: int) -> None:
     assert tally.calls_per_turn == [calls] * TURNS
 
 
+@pytest.mark.parametrize("mode", ["invoke", "astream"])
+def test_create_agent_finishes_at_1024_tokens(mode: str) -> None:
+    """Where the ``read_context`` tool's schema takes room the turn needs, the request goes
+    without it, and then names it nowhere (its markers at their smallest leave the ids out)."""
+    tally = create_agent_run(_model(1024), True, mode)
+    assert (tally.failed, tally.errors) == ([], [])
+    assert tally.calls_per_turn == [FUNCTION] * TURNS
+    assert tally.without_reader > 0  # (the requests that needed its room)
+    assert tally.naming_missing_reader == 0
+
+
 def test_an_agent_that_compresses_its_old_work_finishes_its_turns() -> None:
     """``placeholder_tools=True`` and a model that compresses its earlier lookups' outputs when
     it sees them at a turn's start: it does, and every turn finishes (what it saves is measured

@@ -20,6 +20,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_session_migrator import FitToModelMiddleware
+from session_migrator import ModelWindow
 from tests.conformance._needle import (
     MODEL,
     NEEDLE,
@@ -80,6 +81,24 @@ def test_with_read_context_the_agent_answers_with_the_cut_line(
     assert 'read_context(id=\\"' in first_of_turn
     # the earlier turns took as many calls as without the tool
     assert [c for c, _ in turns[:-1]] == [2] * (len(QUESTIONS) - 1)
+
+
+@pytest.mark.parametrize("window", [1536, 1024])
+def test_at_small_windows_too(needle_api: NeedleEmulator, window: int) -> None:
+    """The guard fitted to a 1,536- and a 1,024-token window: the line still comes back. A
+    request that does not fit beside the tool's schema goes without it only when nothing in
+    it names ``read_context`` (the model is never told of a tool it does not have)."""
+    small = ModelWindow(MODEL, "openai", window, window, 512, "cl100k_base", "explicit")
+    turns = run_agent(needle_api, FitToModelMiddleware(models={MODEL: small}))
+    assert_conforms(needle_api, at_least=len(QUESTIONS) * 2)
+    assert NEEDLE in turns[-1][1], needle_api.report()
+    assert [c for c, _ in turns] == [2] * len(QUESTIONS)
+    assert all(
+        r.prompt_tokens is not None and r.prompt_tokens <= window for r in needle_api.requests
+    )
+    for body in needle_api.sent():
+        if '"read_context"' not in body:
+            assert "read_context(" not in body
 
 
 def test_without_read_context_the_line_never_reaches_the_model(
