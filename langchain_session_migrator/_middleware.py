@@ -141,10 +141,9 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
             embeddings=embeddings,
         )
         self.count_tools = count_tools
-        self._reader = state_read_context_tool() if context_tools else None
-        self.tools = [self._reader] if self._reader is not None else []
-        if placeholder_tools:
-            self.tools += _placeholder_tools()
+        self._reader_tools = [state_read_context_tool()] if context_tools else []
+        self._placeholder_tools = _placeholder_tools() if placeholder_tools else []
+        self.tools = [*self._reader_tools, *self._placeholder_tools]
         self._registry: dict[str, ModelWindow] = {
             name: window_for(model) for name, model in model_map(models).items()
         }
@@ -213,26 +212,31 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
     def fit_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """``request`` itself when it fits ``request.model``, else a copy with fitted messages.
 
-        Where the request does not fit with this middleware's ``read_context`` tool (its schema
-        takes room a small window's turn needs), it is fitted without the tool; that fit is
-        sent, the tool left out, when nothing in it names ``read_context`` (its markers left
-        the ids out at their smallest): the model has nothing to read back. Else the first
-        refusal stands."""
+        This middleware's own tools give way first. Where the request does not fit beside the
+        ``read_context`` schema (it takes room a small window's turn needs), it is fitted
+        without it, then without the placeholder tools too; such a fit is sent, those tools
+        left out, only when nothing in it names them (a marker of a cut output that names
+        ``read_context``, a placeholder's line): the model is never told of a tool it lacks.
+        Else the first refusal stands."""
         try:
             return self._fit_with(request, request.tools)
-        except BudgetError:
-            reader = next((t for t in request.tools if t is self._reader), None)
-            if reader is None:
-                raise
-            rest = [t for t in request.tools if t is not reader]
-            try:
-                fitted = self._fit_with(request, rest)
-            except BudgetError:
-                pass
-            else:
-                if not _names_reader(fitted):
-                    return fitted.override(tools=rest)
-            raise
+        except BudgetError as refused:
+            kept = list(request.tools)
+            left_out: list[str] = []
+            for group in (self._reader_tools, self._placeholder_tools):
+                ours = {id(t) for t in group}
+                if not any(id(t) in ours for t in kept):
+                    continue
+                kept = [t for t in kept if id(t) not in ours]
+                left_out += [t.name for t in group]
+                try:
+                    fitted = self._fit_with(request, kept)
+                except BudgetError:
+                    continue
+                if _names_any(fitted, left_out):
+                    break
+                return fitted.override(tools=kept)
+            raise refused from None
 
     def _fit_with(self, request: ModelRequest[Any], tools: Sequence[Any]) -> ModelRequest[Any]:
         window = self.window(request.model)
@@ -267,12 +271,13 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
         return request.override(messages=cast(list[AnyMessage], messages), system_message=system)
 
 
-def _names_reader(request: ModelRequest[Any]) -> bool:
-    """Whether a message of ``request`` (or its system message) names ``read_context``."""
-    texts = [m.content for m in request.messages]
+def _names_any(request: ModelRequest[Any], names: Sequence[str]) -> bool:
+    """Whether a message of ``request`` (or its system message) names one of the tools
+    ``names`` as a call (``name(``)."""
+    texts = [str(m.content) for m in request.messages]
     if request.system_message is not None:
-        texts.append(request.system_message.content)
-    return any(f"{READ_CONTEXT_NAME}(" in str(text) for text in texts)
+        texts.append(str(request.system_message.content))
+    return any(f"{name}(" in text for text in texts for name in names)
 
 
 def state_read_context_tool() -> BaseTool:
