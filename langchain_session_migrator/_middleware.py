@@ -104,7 +104,9 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
     ``list_placeholders`` and ``restore_context``: the agent compresses a range of its own
     context (or one tool's outputs) into a summary placeholder, kept in the graph's state; each
     call's fit sends it as one line, until the agent restores it (see
-    :mod:`langchain_session_migrator._state_placeholders`).
+    :mod:`langchain_session_migrator._state_placeholders`). These tools give way first at a
+    small window: a request that does not fit beside their schemas goes without them when
+    nothing in it names them (see :meth:`fit_request`).
 
     >>> from langchain.agents import create_agent
     >>> middleware = FitToModelMiddleware(strategy="trim")
