@@ -206,6 +206,13 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             agent_progress.markdown(report["agent_progress"]),
         ]
+    if "agent_task_length" in report:
+        parts += [
+            "",
+            "## An agent that compresses its own finished work fits longer tasks (issue 44)",
+            "",
+            agent_progress.task_markdown(report["agent_task_length"]),
+        ]
     if "store_append" in report:
         parts += [
             "",
@@ -304,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["agent_session"] = agent_session.run()
         print("agent progress (tool rounds of the current turn) ...", file=sys.stderr, flush=True)
         report["agent_progress"] = agent_progress.run()
+        print("agent task length (compressing its own work) ...", file=sys.stderr, flush=True)
+        report["agent_task_length"] = agent_progress.task_length()
     if "store" not in args.skip:
         print("store appends ...", file=sys.stderr, flush=True)
         report["store_append"] = store_append.run(quick=args.quick)  # (every server that answers)

@@ -31,9 +31,10 @@ def question_of(text: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-def keys(turn: int) -> list[str]:
-    """The lookups the question of ``turn`` needs, in the order the model calls them."""
-    return [f"t{turn}-r{r}-{j}" for r in range(ROUNDS) for j in range(PER_ROUND)]
+def keys(turn: int, rounds: int = ROUNDS) -> list[str]:
+    """The lookups the question of ``turn`` needs (``rounds`` rounds), in the order the model
+    calls them."""
+    return [f"t{turn}-r{r}-{j}" for r in range(rounds) for j in range(PER_ROUND)]
 
 
 def question(turn: int) -> str:
@@ -60,9 +61,9 @@ class Decision:
     answer: str = ""
 
 
-def decide(messages: Iterable[tuple[str, str]]) -> Decision:
+def decide(messages: Iterable[tuple[str, str]], rounds: int = ROUNDS) -> Decision:
     """The next step for ``messages`` given as ``(role, text)`` (text with tool calls' names and
-    arguments, if the caller wants them read)."""
+    arguments, if the caller wants them read); a question needs ``rounds`` rounds."""
     texts = list(messages)
     turn: int | None = None
     for role, text in texts:
@@ -73,7 +74,7 @@ def decide(messages: Iterable[tuple[str, str]]) -> Decision:
     if turn is None:
         return Decision(None, answer="I see no question.")
     seen = "\n".join(text for _, text in texts)
-    missing = [k for k in keys(turn) if f"RESULT {k}:" not in seen]
+    missing = [k for k in keys(turn, rounds) if f"RESULT {k}:" not in seen]
     if not missing:
         return Decision(turn, answer=f"The figures of question {turn} are gathered: all settled.")
     return Decision(turn, calls=missing[:PER_ROUND])
@@ -88,6 +89,10 @@ class Tally:
     calls_per_turn: list[int] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: requests sent without the ``read_context`` tool, and those of them that name it anyway
+    #: (a marker saying ``read_context(id=...)``: a tool the model was not given)
+    without_reader: int = 0
+    naming_missing_reader: int = 0
 
     def request(self, tokens: int) -> None:
         self.sent.append(tokens)

@@ -5,6 +5,7 @@ model is ``FitToModel``, each run with the fake model of :mod:`benchmarks._agent
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from benchmarks._agent_brain import (
+    ROUNDS,
     SYSTEM_PROMPT,
     TURNS,
     Tally,
@@ -41,6 +43,8 @@ class AgentChatModel(BaseChatModel):
     #: at the start of each turn, compress the outputs of earlier turns' lookups (when it has
     #: the ``compress_context`` tool and sees any): an agent freeing room for its new work
     compresses: bool = False
+    #: the rounds of lookups each question needs (the length of the task)
+    rounds: int = ROUNDS
     _ids: Any = itertools.count()
 
     @property
@@ -56,25 +60,18 @@ class AgentChatModel(BaseChatModel):
     ) -> ChatResult:
         core = messages_to_core(messages)
         self.tally.request(COUNTER.count_messages(core))
-        if self.compresses and _compresses_now(core, kwargs.get("tools") or []):
+        self._check_reader(core, kwargs.get("tools") or [])
+        tools = kwargs.get("tools") or []
+        if self.compresses and _compresses_now(core, tools):
             call = {"tool": "lookup", "summary": "earlier questions' figures: all settled"}
-            return ChatResult(
-                generations=[
-                    ChatGeneration(
-                        message=AIMessage(
-                            "",
-                            tool_calls=[
-                                {
-                                    "name": "compress_context",
-                                    "args": call,
-                                    "id": f"call-compress-{next(self._ids)}",
-                                }
-                            ],
-                        )
-                    )
-                ]
-            )
-        decision = decide((m.role, m.text) for m in core)
+            return _calling("compress_context", call, f"call-compress-{next(self._ids)}")
+        steps = _finished_steps(core, tools) if self.compresses else None
+        if steps is not None:
+            first, last, found = steps
+            summary = "; ".join(f"RESULT {k}: all settled" for k in found)
+            call = {"first_id": first, "last_id": last, "summary": summary}
+            return _calling("compress_context", call, f"call-compress-{next(self._ids)}")
+        decision = decide(((m.role, m.text) for m in core), self.rounds)
         if decision.calls:
             message = AIMessage(
                 "",
@@ -87,9 +84,54 @@ class AgentChatModel(BaseChatModel):
             message = AIMessage(decision.answer)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
+    #: the agent is given a ``read_context`` tool (``create_agent`` with the middleware's)
+    reads_back: bool = False
+
+    def _check_reader(self, core: list[Any], tools: list[Any]) -> None:
+        names = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
+        if not self.reads_back or "read_context" in names:
+            return
+        self.tally.without_reader += 1
+        if any("read_context(" in m.text for m in core):
+            self.tally.naming_missing_reader += 1
+
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, Any]:
         kwargs.pop("tool_choice", None)
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+
+def _calling(name: str, args: dict[str, Any], call_id: str) -> ChatResult:
+    message = AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
+    return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+#: The finished rounds of lookups a compressing model lets pile up in its turn before it
+#: compresses them (with what they found) into one placeholder.
+STEPS_BEFORE_COMPRESSING = 2
+_KEY = re.compile(r"RESULT (t\d+-r\d+-\d+):")
+
+
+def _finished_steps(core: list[Any], tools: list[Any]) -> tuple[str, str, list[str]] | None:
+    """``(first id, last id, keys found)`` of the current turn's finished steps since its
+    question or its newest placeholder, when :data:`STEPS_BEFORE_COMPRESSING` rounds of
+    lookups piled up there and the model has the tool (a round just came back); else ``None``.
+    It reads the ids off the messages it is sent (a real model has them from the markers,
+    ``list_placeholders`` and the answers of ``compress_context``)."""
+    names = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
+    if "compress_context" not in names or not core or core[-1].role != "tool":
+        return None
+    start = max((k for k, m in enumerate(core) if m.role == "user"), default=None)
+    if start is None or question_of(core[start].text) is None:
+        return None
+    for k in range(start + 1, len(core)):
+        if "compressed by the agent" in core[k].text:
+            start = k
+    span = core[start + 1 :]
+    rounds = [m for m in span if any(c.name == "lookup" for c in m.tool_calls)]
+    if len(rounds) < STEPS_BEFORE_COMPRESSING:
+        return None
+    found = list(dict.fromkeys(k for m in span for k in _KEY.findall(m.text)))
+    return span[0].id, span[-1].id, found
 
 
 def _compresses_now(core: list[Any], tools: list[Any]) -> bool:
@@ -120,9 +162,9 @@ def lookup_blocks(key: str) -> list[dict[str, str]]:
     return [{"type": "text", "text": head}, {"type": "text", "text": rest}]
 
 
-def _turns(invoke: Any, model: AgentChatModel) -> Tally:
+def _turns(invoke: Any, model: AgentChatModel, turns: int = TURNS) -> Tally:
     tally = model.tally
-    for turn in range(TURNS):
+    for turn in range(turns):
         before = len(tally.sent)
         try:
             answer = invoke(turn)
@@ -142,17 +184,23 @@ def create_agent_run(
     mode: str = "invoke",
     blocks: bool = False,
     compresses: bool = False,
+    rounds: int = ROUNDS,
+    turns: int = TURNS,
 ) -> Tally:
     """8 turns of ``create_agent`` on one thread, each run with ``mode``: ``invoke``,
     ``ainvoke`` or ``astream`` (the graph's values, streamed); ``blocks``: the tool returns
     content blocks, as MCP tools do; ``compresses``: the middleware's placeholder tools, and a
-    model that compresses its earlier lookups' outputs at each turn's start."""
+    model that compresses its earlier lookups' outputs at each turn's start and its turn's
+    finished steps as they pile up; ``rounds``, ``turns``: each question's rounds of lookups
+    and how many questions."""
     import asyncio
 
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
 
-    model = AgentChatModel(model_name=name, compresses=compresses)
+    model = AgentChatModel(
+        model_name=name, compresses=compresses, reads_back=guarded, rounds=rounds
+    )
     agent = create_agent(
         model,
         [lookup_blocks if blocks else lookup],
@@ -160,7 +208,10 @@ def create_agent_run(
         middleware=[FitToModelMiddleware(placeholder_tools=compresses)] if guarded else [],
         checkpointer=InMemorySaver(),
     )
-    config = {"configurable": {"thread_id": "agent"}, "recursion_limit": RECURSION_LIMIT}
+    # (a longer task takes more steps: a model call and a tool step a round, a compress call
+    # every other round)
+    limit = max(RECURSION_LIMIT, 4 * rounds + 20)
+    config = {"configurable": {"thread_id": "agent"}, "recursion_limit": limit}
 
     async def streamed(inputs: Any) -> Any:
         states = [state async for state in agent.astream(inputs, config, stream_mode="values")]
@@ -176,7 +227,7 @@ def create_agent_run(
             state = agent.invoke(inputs, config)
         return str(state["messages"][-1].content)
 
-    return _turns(invoke, model)
+    return _turns(invoke, model, turns)
 
 
 def tool_node_run(name: str, guarded: bool, mode: str = "invoke") -> Tally:

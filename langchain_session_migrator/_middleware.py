@@ -48,6 +48,7 @@ from langchain_session_migrator._state_placeholders import (
 )
 from langchain_session_migrator._summarizer import as_summarizer
 from session_migrator import (
+    BudgetError,
     Compressor,
     MigrationReport,
     ModelWindow,
@@ -103,7 +104,9 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
     ``list_placeholders`` and ``restore_context``: the agent compresses a range of its own
     context (or one tool's outputs) into a summary placeholder, kept in the graph's state; each
     call's fit sends it as one line, until the agent restores it (see
-    :mod:`langchain_session_migrator._state_placeholders`).
+    :mod:`langchain_session_migrator._state_placeholders`). These tools give way first at a
+    small window: a request that does not fit beside their schemas goes without them when
+    nothing in it names them (see :meth:`fit_request`).
 
     >>> from langchain.agents import create_agent
     >>> middleware = FitToModelMiddleware(strategy="trim")
@@ -140,9 +143,9 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
             embeddings=embeddings,
         )
         self.count_tools = count_tools
-        self.tools = [state_read_context_tool()] if context_tools else []
-        if placeholder_tools:
-            self.tools += _placeholder_tools()
+        self._reader_tools = [state_read_context_tool()] if context_tools else []
+        self._placeholder_tools = _placeholder_tools() if placeholder_tools else []
+        self.tools = [*self._reader_tools, *self._placeholder_tools]
         self._registry: dict[str, ModelWindow] = {
             name: window_for(model) for name, model in model_map(models).items()
         }
@@ -209,7 +212,35 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
         return narrowed(window_for(model, registry=self._registry))
 
     def fit_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        """``request`` itself when it fits ``request.model``, else a copy with fitted messages."""
+        """``request`` itself when it fits ``request.model``, else a copy with fitted messages.
+
+        This middleware's own tools give way first. Where the request does not fit beside the
+        ``read_context`` schema (it takes room a small window's turn needs), it is fitted
+        without it, then without the placeholder tools too; such a fit is sent, those tools
+        left out, only when nothing in it names them (a marker of a cut output that names
+        ``read_context``, a placeholder's line): the model is never told of a tool it lacks.
+        Else the first refusal stands."""
+        try:
+            return self._fit_with(request, request.tools)
+        except BudgetError as refused:
+            kept = list(request.tools)
+            left_out: list[str] = []
+            for group in (self._reader_tools, self._placeholder_tools):
+                ours = {id(t) for t in group}
+                if not any(id(t) in ours for t in kept):
+                    continue
+                kept = [t for t in kept if id(t) not in ours]
+                left_out += [t.name for t in group]
+                try:
+                    fitted = self._fit_with(request, kept)
+                except BudgetError:
+                    continue
+                if _names_any(fitted, left_out):
+                    break
+                return fitted.override(tools=kept)
+            raise refused from None
+
+    def _fit_with(self, request: ModelRequest[Any], tools: Sequence[Any]) -> ModelRequest[Any]:
         window = self.window(request.model)
         payloads: list[Any] = []
         if self.count_tools:
@@ -219,8 +250,7 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
             if isinstance(request.response_format, ProviderStrategy):
                 strict = True
             payloads = [
-                tool_payload(t, strict=strict if isinstance(strict, bool) else None)
-                for t in request.tools
+                tool_payload(t, strict=strict if isinstance(strict, bool) else None) for t in tools
             ]
             payloads += binding_payloads(request.model_settings)
             payloads += response_format_payloads(request.response_format, window)
@@ -241,6 +271,15 @@ class FitToModelMiddleware(AgentMiddleware[PlaceholderState, Any, Any]):
             return request.override(messages=cast(list[AnyMessage], placed))
         system, messages = fitted
         return request.override(messages=cast(list[AnyMessage], messages), system_message=system)
+
+
+def _names_any(request: ModelRequest[Any], names: Sequence[str]) -> bool:
+    """Whether a message of ``request`` (or its system message) names one of the tools
+    ``names`` as a call (``name(``)."""
+    texts = [str(m.content) for m in request.messages]
+    if request.system_message is not None:
+        texts.append(str(request.system_message.content))
+    return any(f"{name}(" in text for text in texts for name in names)
 
 
 def state_read_context_tool() -> BaseTool:

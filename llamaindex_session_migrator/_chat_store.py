@@ -104,6 +104,11 @@ class SessionChatStore(AsyncDBChatStore):
             return messages[:archived]
         return messages
 
+    def active(self, key: str) -> list[Message]:
+        """The stored messages of the active queue, oldest first (what ``get_messages`` with
+        status ``ACTIVE`` converts)."""
+        return self._select(key, MessageStatus.ACTIVE)
+
     def _delete(self, key: str, doomed: list[Message]) -> None:
         if doomed:
             self.store.delete_messages(key, [m.id for m in doomed])

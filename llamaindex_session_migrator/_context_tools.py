@@ -11,10 +11,14 @@ with a short error text, not raised, so the agent goes on.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from llama_index.core.async_utils import asyncio_run
 from llama_index.core.tools import FunctionTool
 
+from llamaindex_session_migrator._fitted_placeholders import HeldPlaceholders
+from session_migrator import Message
 from session_migrator.context_tools import (
     COMPRESS_DESCRIPTION,
     LIST_DESCRIPTION,
@@ -34,10 +38,21 @@ READ_CONTEXT_DESCRIPTION = (
 )
 
 
+def _page(messages: Sequence[Message], id: str, offset: int) -> str:
+    try:
+        page = read_context(messages, id, offset)
+    except KeyError:  # (the core's message points at list_placeholders, not a tool here)
+        return f"read_context: no message with id {id!r}; pass the id a marker names"
+    except ValueError as exc:
+        return f"read_context: {exc}"
+    return page or f"read_context: the text of {id!r} ends before offset {offset}"
+
+
 def read_context_tool(memory: Any) -> FunctionTool:
-    """The ``read_context`` tool over ``memory``'s session (a :class:`SessionMigratorMemory` or
-    a :class:`FittedMemory` on a session store: anything with ``store`` and ``session_id``),
-    for ``FunctionAgent(tools=[..., read_context_tool(memory)])`` run with ``memory=memory``.
+    """The ``read_context`` tool over ``memory``'s session (a :class:`SessionMigratorMemory`, a
+    :class:`FittedMemory`, or anything with ``store`` and ``session_id``), for
+    ``FunctionAgent(tools=[..., read_context_tool(memory)])`` run with ``memory=memory``. A
+    ``FittedMemory`` on a LlamaIndex chat store is read through the memory itself.
 
     >>> from llama_index.core.llms import MockLLM
     >>> from llamaindex_session_migrator import SessionMigratorMemory
@@ -45,19 +60,24 @@ def read_context_tool(memory: Any) -> FunctionTool:
     >>> read_context_tool(memory).metadata.name
     'read_context'
     """
-    store, session_id = memory.store, memory.session_id  # (a FittedMemory on no store: raises)
+    log: Callable[[], Awaitable[list[Message]]] | None = getattr(memory, "acontext_messages", None)
+    if log is not None:  # (a FittedMemory: its own ids, on any chat store)
 
-    def read(id: str, offset: int = 0) -> str:
-        try:
-            page = read_context(store.load(session_id, full=True), id, offset)
-        except KeyError:  # (the core's message points at list_placeholders, not a tool here)
-            return f"read_context: no message with id {id!r}; pass the id a marker names"
-        except ValueError as exc:
-            return f"read_context: {exc}"
-        return page or f"read_context: the text of {id!r} ends before offset {offset}"
+        async def aread(id: str, offset: int = 0) -> str:
+            return _page(await log(), id, offset)
 
-    async def aread(id: str, offset: int = 0) -> str:
-        return await asyncio.to_thread(read, id, offset)
+        def read(id: str, offset: int = 0) -> str:
+            page: str = asyncio_run(aread(id, offset))
+            return page
+
+    else:
+        store, session_id = memory.store, memory.session_id
+
+        def read(id: str, offset: int = 0) -> str:
+            return _page(store.load(session_id, full=True), id, offset)
+
+        async def aread(id: str, offset: int = 0) -> str:
+            return await asyncio.to_thread(read, id, offset)
 
     return FunctionTool.from_defaults(
         fn=read, async_fn=aread, name="read_context", description=READ_CONTEXT_DESCRIPTION
@@ -68,8 +88,9 @@ def placeholder_tools(memory: Any) -> list[FunctionTool]:
     """``compress_context``, ``list_placeholders`` and ``restore_context`` over ``memory``'s
     session (anything with ``store`` and ``session_id``): the model compresses a range of its
     own context (or every output of one tool) into a summary placeholder, lists those in force
-    and restores one. A :class:`SessionMigratorMemory`'s fits honour them (a
-    :class:`FittedMemory` keeps them in its store, but its fit does not apply them yet). Each
+    and restores one. The memory's fits honour them: a :class:`SessionMigratorMemory` and a
+    :class:`FittedMemory` on a session store keep them in the session (every reader of it
+    honours them); a ``FittedMemory`` on a LlamaIndex chat store keeps them in itself. Each
     answer is text within 2,000 characters; a call that cannot be done is answered with what
     to do.
 
@@ -79,6 +100,9 @@ def placeholder_tools(memory: Any) -> list[FunctionTool]:
     >>> [t.metadata.name for t in placeholder_tools(memory)]
     ['compress_context', 'list_placeholders', 'restore_context']
     """
+    held: HeldPlaceholders | None = getattr(memory, "held_placeholders", None)
+    if held is not None:
+        return _held_tools(memory, held)
     store, session_id = memory.store, memory.session_id
 
     def compress_context(
@@ -109,23 +133,61 @@ def placeholder_tools(memory: Any) -> list[FunctionTool]:
     async def arestore_context(id: str) -> str:
         return await asyncio.to_thread(restore_context, id)
 
+    return _three(
+        (compress_context, acompress_context),
+        (list_placeholders, alist_placeholders),
+        (restore_context, arestore_context),
+    )
+
+
+def _three(compress: Any, listed: Any, restore: Any) -> list[FunctionTool]:
     return [
-        FunctionTool.from_defaults(
-            fn=compress_context,
-            async_fn=acompress_context,
-            name="compress_context",
-            description=COMPRESS_DESCRIPTION,
-        ),
-        FunctionTool.from_defaults(
-            fn=list_placeholders,
-            async_fn=alist_placeholders,
-            name="list_placeholders",
-            description=LIST_DESCRIPTION,
-        ),
-        FunctionTool.from_defaults(
-            fn=restore_context,
-            async_fn=arestore_context,
-            name="restore_context",
-            description=RESTORE_DESCRIPTION,
-        ),
+        FunctionTool.from_defaults(fn=fn, async_fn=afn, name=name, description=description)
+        for (fn, afn), name, description in (
+            (compress, "compress_context", COMPRESS_DESCRIPTION),
+            (listed, "list_placeholders", LIST_DESCRIPTION),
+            (restore, "restore_context", RESTORE_DESCRIPTION),
+        )
     ]
+
+
+def _held_tools(memory: Any, held: HeldPlaceholders) -> list[FunctionTool]:
+    """The three tools over placeholders ``held`` in ``memory`` itself (a ``FittedMemory`` on
+    a LlamaIndex chat store): compressed over the memory's whole conversation, by the ids its
+    fits name."""
+
+    async def acompress_context(
+        first_id: str | None = None,
+        last_id: str | None = None,
+        summary: str | None = None,
+        tool: str | None = None,
+    ) -> str:
+        messages = await memory.acontext_messages()
+        return held.compress(messages, first_id, last_id, summary, tool)
+
+    def compress_context(
+        first_id: str | None = None,
+        last_id: str | None = None,
+        summary: str | None = None,
+        tool: str | None = None,
+    ) -> str:
+        said: str = asyncio_run(acompress_context(first_id, last_id, summary, tool))
+        return said
+
+    def list_placeholders() -> str:
+        return held.listing()
+
+    async def alist_placeholders() -> str:
+        return held.listing()
+
+    def restore_context(id: str) -> str:
+        return held.restore(id)
+
+    async def arestore_context(id: str) -> str:
+        return held.restore(id)
+
+    return _three(
+        (compress_context, acompress_context),
+        (list_placeholders, alist_placeholders),
+        (restore_context, arestore_context),
+    )

@@ -13,11 +13,16 @@ vector, your own) fed with what the queue flushes and inserted with ``insert_met
 - ``get``/``aget`` fit upstream's result (history plus blocks) to the current model's input
   budget, as :class:`SessionMigratorMemory` does: a result that fits is returned untouched;
   else the system message (with the blocks), a note or summary of what was cut, and the newest
-  turns, tool calls paired. ``last_report`` says what was done.
+  turns, tool calls paired. ``last_report`` says what was done;
+- the placeholders the agent puts with ``placeholder_tools(memory)`` are applied by every read
+  (a compressed range sent as one line naming its placeholder, a restored one whole again):
+  kept in the session store, or in the memory itself on a LlamaIndex chat store (see
+  ``_fitted_placeholders``). The fit's markers name ids ``read_context_tool(memory)`` reads.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from llama_index.core.async_utils import asyncio_run
@@ -33,11 +38,20 @@ from llama_index.core.memory.memory import (
     InsertMethod,
 )
 from llama_index.core.prompts import RichPromptTemplate
-from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore
+from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 
 from llamaindex_session_migrator._chat_store import SessionChatStore
-from llamaindex_session_migrator._convert import from_chat_messages, to_chat_messages
+from llamaindex_session_migrator._convert import from_chat_message, to_chat_messages
+from llamaindex_session_migrator._fitted_placeholders import (
+    NAMING,
+    HeldPlaceholders,
+    IdPublisher,
+    Naming,
+    name_history,
+    positional_id,
+)
 from llamaindex_session_migrator._guard import FitToModelLLM
+from llamaindex_session_migrator._instrumentation import unlisten
 from llamaindex_session_migrator._memory_options import (
     FIT_OPTIONS,
     FitOptions,
@@ -61,12 +75,14 @@ from llamaindex_session_migrator._tracking import ModelSource, ModelTracker
 from session_migrator import (
     DEFAULT_SLACK,
     Compressor,
+    Message,
     MigrationReport,
     ModelWindow,
     Summarizer,
     migrate,
     uses_query,
 )
+from session_migrator.context_tools import placeholders_in_force
 from session_migrator.store import BaseSessionStore
 
 __all__ = ["FittedMemory"]
@@ -111,6 +127,9 @@ class FittedMemory(Memory):
     _window: ModelWindow | None = PrivateAttr(default=None)
     _source: ModelSource | None = PrivateAttr(default=None)
     _owns_store: bool = PrivateAttr(default=False)
+    _held: HeldPlaceholders = PrivateAttr(default_factory=HeldPlaceholders)
+    _made: dict[tuple[str, str], Message] = PrivateAttr(default_factory=dict)
+    _ids: IdPublisher = PrivateAttr(default_factory=IdPublisher)
 
     def __init__(
         self,
@@ -236,25 +255,82 @@ class FittedMemory(Memory):
         as ``sql_store``/``chat_store``: its messages are there)."""
         return session_store_of(self.sql_store)
 
+    # -- the agent's placeholders ------------------------------------------------------------
+
+    @property
+    def held_placeholders(self) -> HeldPlaceholders | None:
+        """The placeholders kept in this memory (on a LlamaIndex chat store, which keeps no
+        ids); ``None`` on a session store, whose session keeps them."""
+        return None if isinstance(self.sql_store, SessionChatStore) else self._held
+
+    async def acontext_messages(self) -> list[Message]:
+        """The whole conversation (archived messages too), oldest first, as core messages under
+        the ids the fits and their markers name: the store's, else ``m<position>``."""
+        chats = self.sql_store
+        if isinstance(chats, SessionChatStore):
+            return await asyncio.to_thread(chats.store.load, self.session_id, full=True)
+        held = await chats.get_messages(self.session_id, status=None)
+        return [from_chat_message(m, id=positional_id(k)) for k, m in enumerate(held)]
+
+    async def _naming(self) -> Naming:
+        chats = self.sql_store
+        if isinstance(chats, SessionChatStore):
+
+            def read() -> Naming:
+                ids = [m.id for m in chats.active(self.session_id)]
+                info = chats.store.get_session(self.session_id) if ids else None
+                found = placeholders_in_force(info.metadata if info is not None else None)
+                return Naming(ids, 0, found, self._made)
+
+            return await asyncio.to_thread(read)
+        found = self._held.in_force()
+        offset = 0
+        if found:  # (positions count from the conversation's start)
+            offset = await chats.count_messages(self.session_id, status=MessageStatus.ARCHIVED)
+        return Naming(None, offset, found, self._made)
+
+    def _insert_memory_content(
+        self,
+        chat_history: list[ChatMessage],
+        memory_content: list[Any],
+        chat_message_data: list[ChatMessage],
+    ) -> list[ChatMessage]:
+        """Upstream's, on the active queue named and under the placeholders in force."""
+        naming = NAMING.get()
+        if naming is not None:
+            chat_history = name_history(chat_history, naming)
+        placed: list[ChatMessage] = super()._insert_memory_content(
+            chat_history, memory_content, chat_message_data
+        )
+        return placed
+
     # -- reading -------------------------------------------------------------------------------
 
     async def aget(
         self, input: str | ChatMessage | None = None, **block_kwargs: Any
     ) -> list[ChatMessage]:
-        """Upstream's history with its memory blocks, fitted to the current model."""
-        history = await super().aget(input=input, **block_kwargs)
+        """Upstream's history with its memory blocks, under the agent's placeholders, fitted
+        to the current model."""
+        naming = await self._naming()
+        token = NAMING.set(naming)
+        try:
+            history = await super().aget(input=input, **block_kwargs)
+        finally:
+            NAMING.reset(token)
         window, source = self._tracker.resolve()
         if isinstance(self._tracker.llm, FitToModelLLM):
             # the guard fits the whole request (the agent's prompt, its steps, the tools, the
             # output asked for) just before it is sent: a fit here, blind to them, would pin a
-            # summary the guard cannot shrink and squeeze the agent's current turn
+            # summary the guard cannot shrink and squeeze the agent's current turn; it is told
+            # the ids of the messages (its markers name them, read_context reads them)
             self._report, self._window, self._source = None, window, source
+            self._ids.publish(history, naming)
             return history
         options = self._options
         text = input.content if isinstance(input, ChatMessage) else input
         query = text if isinstance(text, str) and text and uses_query(options.strategy) else None
         result = migrate(
-            from_chat_messages(history),
+            [from_chat_message(m, id=naming.id_of(m)) for m in history],
             window,
             strategy=options.strategy,
             query=query,
@@ -339,6 +415,7 @@ class FittedMemory(Memory):
 
     def close(self) -> None:
         """Close the store if this memory opened it (a store object given in is left open)."""
+        unlisten(self._ids)
         if self._owns_store:
             self.store.close()
             self._owns_store = False

@@ -94,6 +94,17 @@ def test_larger_windows_finish_too(setup: str, window: int) -> None:
     assert tally.calls_per_turn == [calls] * TURNS
 
 
+@pytest.mark.parametrize("mode", ["invoke", "astream"])
+def test_create_agent_finishes_at_1024_tokens(mode: str) -> None:
+    """Where the ``read_context`` tool's schema takes room the turn needs, the request goes
+    without it, and then names it nowhere (its markers at their smallest leave the ids out)."""
+    tally = create_agent_run(_model(1024), True, mode)
+    assert (tally.failed, tally.errors) == ([], [])
+    assert tally.calls_per_turn == [FUNCTION] * TURNS
+    assert tally.without_reader > 0  # (the requests that needed its room)
+    assert tally.naming_missing_reader == 0
+
+
 def test_an_agent_that_compresses_its_old_work_finishes_its_turns() -> None:
     """``placeholder_tools=True`` and a model that compresses its earlier lookups' outputs when
     it sees them at a turn's start: it does, and every turn finishes (what it saves is measured
@@ -103,3 +114,27 @@ def test_an_agent_that_compresses_its_old_work_finishes_its_turns() -> None:
     compressing = create_agent_run(_model(window), True, compresses=True)
     assert (compressing.failed, compressing.errors) == ([], [])
     assert sum(compressing.calls_per_turn) > sum(plain.calls_per_turn)  # (the compress calls)
+
+
+def test_an_agent_that_compresses_its_finished_work_fits_longer_tasks() -> None:
+    """Issue 44: at 2,048 tokens a question needing 8 rounds of lookups is refused for the plain
+    agent (its turn's steps, shrunk at their smallest, are over the room) and finished by one
+    that compresses its turn's finished rounds, with what they found, as they pile up."""
+    plain = create_agent_run(_model(2048), True, rounds=8, turns=2)
+    assert plain.failed == []
+    assert len(plain.errors) == 2
+    assert all("current turn" in e for e in plain.errors)
+    compressing = create_agent_run(_model(2048), True, compresses=True, rounds=8, turns=2)
+    assert (compressing.failed, compressing.errors) == ([], [])
+    # every lookup once, a compress call every other round (the last one after the last round:
+    # nothing of the first question is left to compress at the second's start), the answer
+    assert compressing.calls_per_turn == [8 + 4 + 1] * 2
+
+
+@pytest.mark.parametrize("window", [1536, 1024])
+def test_the_compressing_agent_fits_where_the_plain_one_does(window: int) -> None:
+    """Its placeholder tools give way where the turn needs their room (nothing in the request
+    names them then), so it finishes wherever the plain agent does."""
+    compressing = create_agent_run(_model(window), True, compresses=True)
+    assert (compressing.failed, compressing.errors) == ([], [])
+    assert compressing.naming_missing_reader == 0

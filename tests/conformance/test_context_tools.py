@@ -20,6 +20,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_session_migrator import FitToModelMiddleware
+from session_migrator import ModelWindow
 from tests.conformance._needle import (
     MODEL,
     NEEDLE,
@@ -82,6 +83,24 @@ def test_with_read_context_the_agent_answers_with_the_cut_line(
     assert [c for c, _ in turns[:-1]] == [2] * (len(QUESTIONS) - 1)
 
 
+@pytest.mark.parametrize("window", [1536, 1024])
+def test_at_small_windows_too(needle_api: NeedleEmulator, window: int) -> None:
+    """The guard fitted to a 1,536- and a 1,024-token window: the line still comes back. A
+    request that does not fit beside the tool's schema goes without it only when nothing in
+    it names ``read_context`` (the model is never told of a tool it does not have)."""
+    small = ModelWindow(MODEL, "openai", window, window, 512, "cl100k_base", "explicit")
+    turns = run_agent(needle_api, FitToModelMiddleware(models={MODEL: small}))
+    assert_conforms(needle_api, at_least=len(QUESTIONS) * 2)
+    assert NEEDLE in turns[-1][1], needle_api.report()
+    assert [c for c, _ in turns] == [2] * len(QUESTIONS)
+    assert all(
+        r.prompt_tokens is not None and r.prompt_tokens <= window for r in needle_api.requests
+    )
+    for body in needle_api.sent():
+        if '"read_context"' not in body:
+            assert "read_context(" not in body
+
+
 def test_without_read_context_the_line_never_reaches_the_model(
     needle_api: NeedleEmulator,
 ) -> None:
@@ -97,14 +116,19 @@ def test_without_read_context_the_line_never_reaches_the_model(
 # -- LlamaIndex: a FunctionAgent with a SessionMigratorMemory and read_context_tool(memory) -----
 
 
-def run_function_agent(api: NeedleEmulator, with_tool: bool) -> list[tuple[int, str]]:
+def run_function_agent(
+    api: NeedleEmulator, with_tool: bool, memory_kind: str = "session"
+) -> list[tuple[int, str]]:
     """Each turn of :data:`QUESTIONS` on one memory: (model calls, the answer). The LLM is
-    guarded (a turn's own tool output is over the window), the memory fits each turn's start."""
+    guarded (a turn's own tool output is over the window); a ``SessionMigratorMemory`` fits
+    each turn's start, a ``FittedMemory`` (``memory_kind="fitted"``) leaves the fit to the guard
+    and tells it its messages' ids."""
     from llama_index.core.agent.workflow import FunctionAgent
     from llama_index.core.tools import FunctionTool
     from llama_index.llms.openai import OpenAI
 
     from llamaindex_session_migrator import (
+        FittedMemory,
         FitToModelLLM,
         SessionMigratorMemory,
         read_context_tool,
@@ -119,7 +143,10 @@ def run_function_agent(api: NeedleEmulator, with_tool: bool) -> list[tuple[int, 
         return status(service)
 
     llm = FitToModelLLM(OpenAI(model=MODEL, api_base=api.base_url, api_key="test"))
-    memory = SessionMigratorMemory.from_defaults(llm=llm, store="memory://")
+    if memory_kind == "fitted":  # (a queue that holds the log: upstream's default flushes it)
+        memory: Any = FittedMemory.from_defaults(llm=llm, store="memory://", token_limit=100_000)
+    else:
+        memory = SessionMigratorMemory.from_defaults(llm=llm, store="memory://")
     tools = [FunctionTool.from_defaults(fetch_log), FunctionTool.from_defaults(service_status)]
     if with_tool:
         tools.append(read_context_tool(memory))
@@ -137,8 +164,11 @@ def run_function_agent(api: NeedleEmulator, with_tool: bool) -> list[tuple[int, 
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_function_agent_reads_the_cut_line_back(needle_api: NeedleEmulator) -> None:
-    turns = run_function_agent(needle_api, with_tool=True)
+@pytest.mark.parametrize("memory_kind", ["session", "fitted"])
+def test_function_agent_reads_the_cut_line_back(
+    needle_api: NeedleEmulator, memory_kind: str
+) -> None:
+    turns = run_function_agent(needle_api, with_tool=True, memory_kind=memory_kind)
     assert_conforms(needle_api, at_least=len(QUESTIONS) * 2)
     calls, answer = turns[-1]
     assert NEEDLE in answer, needle_api.report()
@@ -150,8 +180,11 @@ def test_function_agent_reads_the_cut_line_back(needle_api: NeedleEmulator) -> N
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_function_agent_without_the_tool_never_sees_the_line(needle_api: NeedleEmulator) -> None:
-    turns = run_function_agent(needle_api, with_tool=False)
+@pytest.mark.parametrize("memory_kind", ["session", "fitted"])
+def test_function_agent_without_the_tool_never_sees_the_line(
+    needle_api: NeedleEmulator, memory_kind: str
+) -> None:
+    turns = run_function_agent(needle_api, with_tool=False, memory_kind=memory_kind)
     assert_conforms(needle_api, at_least=len(QUESTIONS) * 2 - 1)
     calls, answer = turns[-1]
     assert NEEDLE not in answer

@@ -202,3 +202,26 @@ def test_a_tools_newer_outputs_are_compressed_beside_the_older_ones(
     assert (second.id, second.first_message_id, second.last_message_id) == ("p2", "t2", "t2")
     with pytest.raises(PlaceholderError, match="compressed already"):
         compress_context(store, "t", tool="status")
+
+
+def test_a_long_turn_compresses_its_finished_steps(store: BaseSessionStore) -> None:
+    """Deep in a long task the agent compresses its turn's finished steps (between the question
+    and the newest step); the question and the newest step stay."""
+    _session(store)
+    steps: list[Message] = []
+    for k in range(3):
+        call = ToolCall(f"s{k}", "read_log", "{}")
+        steps += [
+            Message("assistant", "", tool_calls=(call,), id=f"sa{k}"),
+            Message("tool", LOG, tool_call_id=f"s{k}", id=f"st{k}"),
+        ]
+    store.append("s", steps)
+    with pytest.raises(PlaceholderError, match="question or its newest step"):
+        compress_context(store, "s", first_id="u9", last_id="st0")  # the question
+    with pytest.raises(PlaceholderError, match="question or its newest step"):
+        compress_context(store, "s", first_id="sa1", last_id="st2")  # the newest step
+    p = compress_context(store, "s", first_id="sa0", last_id="sa1", summary="logs 0-1: ok")
+    assert (p.first_message_id, p.last_message_id, p.covered) == ("sa0", "st1", 4)  # widened
+    sent = [m.id for m in _sent(store)]
+    assert sent[-4:-2] == ["u9", next(i for i in sent if i.startswith("sm-placeholder"))]
+    assert sent[-2:] == ["sa2", "st2"]

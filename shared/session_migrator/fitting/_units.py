@@ -312,12 +312,16 @@ def is_step_result(message: Message) -> bool:
 
 def work_units(messages: Sequence[Message], units: Sequence[Unit]) -> list[bool]:
     """For each of ``units`` (those after a turn's start), whether it is a step of the turn's
-    work: a tool call with its results, a step's result sent as a user message, or the
-    assistant message that asked for that result."""
+    work: a tool call with its results, a step's result sent as a user message, the
+    assistant message that asked for that result, or the line of finished steps the agent
+    compressed (a placeholder's: what they found)."""
     firsts = [messages[u.indices[0]] for u in units]
     steps = [is_step_result(m) for m in firsts]
     return [
-        bool(m.tool_calls) or steps[k] or (m.role == "assistant" and steps[k + 1 : k + 2] == [True])
+        bool(m.tool_calls)
+        or steps[k]
+        or (m.role == "assistant" and steps[k + 1 : k + 2] == [True])
+        or (m.marker is not None and m.marker.get("kind") == "placeholder")
         for k, m in enumerate(firsts)
     ]
 

@@ -226,9 +226,11 @@ def compress_context(
     """Compress messages ``first_id`` .. ``last_id`` (store order, inclusive) of
     ``session_id`` into a placeholder carrying ``summary`` (``None``: written by the offline
     summarizer, within :data:`SUMMARY_TOKENS`); with ``tool``, only that tool's outputs there
-    (the range defaults to the whole session). A range that would part a tool call from its
-    results is widened to keep them together. The current turn (the newest user message and
-    what follows it) is never compressed, nor a system message.
+    (the range defaults to the whole session before the current turn). A range that would part
+    a tool call from its results is widened to keep them together. The current turn's question
+    (the newest user message) and its newest step (the newest assistant message) are never
+    compressed, nor a system message; the turn's finished steps between them may be (an agent
+    deep in a long task freeing room for its next steps).
 
     Bad input raises :class:`PlaceholderError` saying what to do (unknown ids, a reversed
     range, a range overlapping a placeholder in force); an unknown session,
@@ -275,12 +277,16 @@ def new_placeholder(
         first, last = _widen(messages, first, last)
     current = max((k for k, m in enumerate(messages) if m.role == "user"), default=None)
     if current is not None and last >= current:
+        # the current turn's question and its newest step (the call in progress, or the
+        # answer) stay; its finished steps may go, by a range after the question
+        newest = max((k for k, m in enumerate(messages) if m.role == "assistant"), default=-1)
         if tool is not None and last_id is None:
             last = current - 1
-        else:
+        elif first <= current or last >= newest:
             raise PlaceholderError(
-                "the range reaches the current turn (the newest user message and what "
-                "follows it), which stays; compress older messages"
+                "the range reaches the current turn's question or its newest step (the newest "
+                "user message, the newest assistant message), which stay; compress older "
+                "messages, or the turn's finished steps between them"
             )
     if any(m.role == "system" for m in messages[first : last + 1]) and tool is None:
         raise PlaceholderError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -113,3 +114,56 @@ def test_the_history_tool_reads_the_store_offloaded_outputs_whole() -> None:
     assert str(tool.invoke({"id": "t0"})).startswith(whole[:4000])
     assert whole[-200:] in str(tool.invoke({"id": "t0", "offset": len(whole) - 200}))
     assert "no message with id" in str(tool.invoke({"id": "nope"}))
+
+
+# -- the middleware's own tools give way first (issue 44) ----------------------------------------
+
+
+def _giving_way(names_in_fit: str) -> tuple[Any, Any]:
+    """A middleware whose fit refuses while any of its own tools is in the request, and a
+    request with a tool of the agent's and the middleware's four; the fit's messages say
+    ``names_in_fit``."""
+    from langchain.agents.middleware.types import ModelRequest
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import HumanMessage
+    from langchain_core.tools import tool
+
+    from langchain_session_migrator import FitToModelMiddleware
+    from session_migrator import BudgetError
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    middleware = FitToModelMiddleware(placeholder_tools=True)
+    ours = {id(t) for t in middleware.tools}
+
+    def fit_with(request: Any, tools: Any) -> Any:
+        if any(id(t) in ours for t in tools):
+            raise BudgetError("over", budget=10, needed=20)
+        return request.override(messages=[HumanMessage(names_in_fit)])
+
+    middleware._fit_with = fit_with  # type: ignore[method-assign]
+    model = GenericFakeChatModel(messages=iter([]))
+    request = ModelRequest(
+        model=model, messages=[HumanMessage("hi")], tools=[lookup, *middleware.tools]
+    )
+    return middleware, request
+
+
+def test_its_own_tools_give_way_when_nothing_names_them() -> None:
+    middleware, request = _giving_way("nothing cut here")
+    fitted = middleware.fit_request(request)
+    assert [t.name for t in fitted.tools] == ["lookup"]
+
+
+@pytest.mark.parametrize(
+    "said", ['read it back with read_context(id="t1")', 'restore_context(id="p1") brings them']
+)
+def test_the_refusal_stands_when_the_fit_names_a_tool_left_out(said: str) -> None:
+    from session_migrator import BudgetError
+
+    middleware, request = _giving_way(said)
+    with pytest.raises(BudgetError):
+        middleware.fit_request(request)
