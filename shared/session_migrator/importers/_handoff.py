@@ -43,7 +43,9 @@ RESUME_PROMPT = "Where were we? Continue from the last state."
 #: about 8.3k tokens; Claude Code 2.1 about 27k (38k by the Messages API emulator's upper bound),
 #: and it asks for ``max_tokens`` 32,000, within the output reserve of the fit. Gemini CLI: not
 #: measured (its system prompt and tool declarations are estimated at about 15k tokens);
-#: OpenCode: not measured either (the same estimate).
+#: OpenCode 1.18 about 8.1k (2.5k of system prompt, 5.5k for its 11 tool schemas, by the Chat
+#: Completions emulator's count), with 15k kept: the fitted session then stays below the point
+#: where OpenCode compacts a session itself (its window less its output cap).
 HARNESS_TOKENS = {"claude-code": 30_000, "codex": 9_000, "gemini-cli": 15_000, "opencode": 15_000}
 
 
