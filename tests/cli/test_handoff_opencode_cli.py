@@ -80,7 +80,11 @@ def _config(home: Path, api: OpenAIEmulator) -> None:
     (folder / "opencode.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
 
 
-def _opencode(home: Path, work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _opencode(
+    home: Path, work: Path, *args: str, out: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real OpenCode; with ``out``, its standard output goes to that file (it exits
+    before a pipe takes more than 128 KiB of it, so a large export is cut short in a pipe)."""
     env = {
         **os.environ,
         "HOME": str(home),
@@ -97,6 +101,19 @@ def _opencode(home: Path, work: Path, *args: str) -> subprocess.CompletedProcess
         env.pop(f"XDG_{kind}_HOME", None)
     for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG"):
         env.pop(key, None)
+    if out is not None:
+        with out.open("w", encoding="utf-8") as sink:
+            return subprocess.run(
+                [str(OPENCODE), *args],
+                cwd=work,
+                env=env,
+                stdout=sink,
+                stderr=subprocess.PIPE,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                timeout=180,
+                check=False,
+            )
     return subprocess.run(
         [str(OPENCODE), *args],
         cwd=work,
@@ -133,9 +150,11 @@ def _paired(messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
 
 
 def _export(home: Path, work: Path, sid: str) -> dict[str, Any]:
-    back = _opencode(home, work, "export", sid)
+    dump = home / f"export-{sid}.json"
+    back = _opencode(home, work, "export", sid, out=dump)
     assert back.returncode == 0, back.stderr[-3000:]
-    exported: dict[str, Any] = json.loads(back.stdout[back.stdout.index("{") :])
+    text = dump.read_text(encoding="utf-8")
+    exported: dict[str, Any] = json.loads(text[text.index("{") :])
     return exported
 
 
