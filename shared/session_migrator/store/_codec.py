@@ -13,6 +13,7 @@ part ``data`` are JSON values (tuples come back as lists; mapping keys must be s
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -118,6 +119,25 @@ def dumps(value: Any) -> str:
 def loads(text: str | bytes) -> Any:
     """The value back from :func:`dumps`."""
     return json.loads(text)
+
+
+def loads_metadata(text: str | bytes) -> Any:
+    """A session's metadata back from its JSON, a new object each call. A listing reads the
+    same few texts over and over (every session of a user has ``{"user_id": ...}``): an
+    object of plain values (strings, numbers, booleans, null) is parsed once per distinct text
+    and copied; anything nested is parsed each time (a copy could share it)."""
+    plain = _plain_object(text)
+    return dict(plain) if plain is not None else json.loads(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_object(text: str | bytes) -> tuple[tuple[str, Any], ...] | None:
+    value = json.loads(text)
+    if isinstance(value, dict) and all(
+        v is None or isinstance(v, str | int | float | bool) for v in value.values()
+    ):
+        return tuple(value.items())
+    return None
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:

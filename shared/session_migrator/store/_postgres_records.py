@@ -45,7 +45,7 @@ def _session(row: Sequence[Any]) -> SessionInfo:
         message_count=int(row[4]),
         created_at=from_epoch(row[5]),
         updated_at=from_epoch(row[6]),
-        metadata=_codec.loads(row[7]),
+        metadata=_codec.loads_metadata(row[7]),
     )
 
 

@@ -363,7 +363,7 @@ class RedisStore(RedisSearch, RedisExpiry, RedisVectors, RedisRecords, BaseSessi
                         message_count=int(count),
                         created_at=from_epoch(float(meta[b"created_at"])),
                         updated_at=from_epoch(float(meta[b"updated_at"])),
-                        metadata=_codec.loads(meta[b"metadata"]),
+                        metadata=_codec.loads_metadata(meta[b"metadata"]),
                     )
                 )
         return infos
@@ -388,7 +388,7 @@ class RedisStore(RedisSearch, RedisExpiry, RedisVectors, RedisRecords, BaseSessi
                     message_count=int(count),
                     created_at=from_epoch(float(created)),
                     updated_at=from_epoch(float(updated)),
-                    metadata=_codec.loads(metadata or "{}"),
+                    metadata=_codec.loads_metadata(metadata or "{}"),
                 )
                 for sid, workspace_id, created, updated, metadata, count in (listed or ())
             ]

@@ -55,7 +55,7 @@ def _session(row: Sequence[Any]) -> SessionInfo:
         message_count=row[2],
         created_at=from_epoch(row[3]),
         updated_at=from_epoch(row[4]),
-        metadata=_codec.loads(row[5]),
+        metadata=_codec.loads_metadata(row[5]),
     )
 
 

@@ -5,6 +5,7 @@ Times are timezone-aware UTC datetimes; the stores keep them as epoch seconds.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,8 +26,10 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=65_536)
 def from_epoch(seconds: float) -> datetime:
-    """A UTC datetime from epoch seconds."""
+    """A UTC datetime from epoch seconds (a datetime does not change: a listing's repeated
+    times are made once)."""
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
